@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# iwarp: build the kernel module for the guest kernel and the Go tools, and run
+# the tests. `make help` lists the targets.
+
+SHELL := /bin/bash
+GO ?= go
+KVER ?= $(shell sh scripts/kver.sh 2>/dev/null)
+KDIR ?= /lib/modules/$(KVER)/build
+BIN := $(CURDIR)/bin
+DEBUG ?=
+GOFLAGS_BUILD := -trimpath
+export CGO_ENABLED := 0
+
+.PHONY: all help deps kmod kmod-debug go generate check-generated test test-host \
+	test-vm test-proto fuzz demo sparse checkpatch vet clean
+
+all: kmod go
+
+help:
+	@echo "make            build kmod/iwarp.ko (for the guest kernel $(KVER)) and bin/*"
+	@echo "make deps       install what a fresh Debian 12 machine lacks (apt)"
+	@echo "make demo       boot a guest and show iwarp at work"
+	@echo "make test       all tests: C protocol tests, Go host tests, VM tests"
+	@echo "make test-proto the C protocol tests only"
+	@echo "make fuzz       libFuzzer targets (FUZZ_TIME=seconds per target)"
+	@echo "make sparse     sparse (C=2) over the module"
+	@echo "make checkpatch checkpatch.pl over kmod/ and uapi/"
+	@echo "make generate   regenerate uapi/iwarp.h, kmod/nl_gen.[ch], netlinkproto/ from netlinkproto/iwarp.yaml"
+
+deps:
+	@sh scripts/deps.sh
+
+kmod:
+	@test -n "$(KVER)" || { echo "no guest kernel installed: run 'make deps'"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 $(if $(DEBUG),IWARP_DEBUG=1) modules
+	@mkdir -p build && cp iwarp.ko build/iwarp$(if $(DEBUG),-debug).ko
+
+kmod-debug:
+	$(MAKE) kmod DEBUG=1
+
+go:
+	@mkdir -p $(BIN)
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/...
+
+generate:
+	$(GO) run ./netlinkproto/gen -spec netlinkproto/iwarp.yaml -root .
+
+check-generated: generate
+	@git diff --exit-code -- uapi/iwarp.h kmod/nl_gen.c kmod/nl_gen.h netlinkproto/zz_generated.go \
+		|| { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+
+sparse:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" W=1 modules
+
+checkpatch:
+	@sh scripts/checkpatch.sh
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+test-proto:
+	$(MAKE) -C tests/proto test
+
+fuzz:
+	$(MAKE) -C tests/proto fuzz FUZZ_TIME=$(or $(FUZZ_TIME),10)
+
+# Host tests and VM tests in one `go test` run, so its summary closes the output.
+test: deps
+	$(MAKE) all
+	$(MAKE) kmod-debug
+	$(MAKE) test-proto
+	$(MAKE) vet check-generated
+	IWARP_VM_REQUIRED=1 $(GO) test -count=1 -timeout 60m ./...
+
+demo: deps
+	$(MAKE) all
+	$(GO) run ./tests/vm/cmd/vmrun -demo
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -rf $(BIN) build tests/proto/build

@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Installs what a fresh Debian 12 machine lacks to build and test iwarp:
+# the guest kernel and its headers, QEMU, the initramfs tools, the C
+# toolchains and checkers. Idempotent and non-interactive: it only calls apt
+# when a package is missing.
+set -eu
+
+PKGS="
+build-essential
+bc
+busybox-static
+clang
+cpio
+iproute2
+kmod
+libclang-rt-14-dev
+linux-headers-amd64
+linux-image-amd64
+llvm
+qemu-system-x86
+sparse
+xz-utils
+"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -n "$missing" ]; then
+	echo "deps: installing:$missing"
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -q
+	# shellcheck disable=SC2086
+	$SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+
+# The headers of the kernel the guest boots must be there, whatever the
+# metapackage resolved to.
+kver=$(sh "$(dirname "$0")/kver.sh")
+if [ ! -d "/lib/modules/$kver/build" ]; then
+	echo "deps: headers for $kver missing under /lib/modules/$kver/build" >&2
+	exit 1
+fi
+if ! command -v go >/dev/null 2>&1; then
+	echo "deps: Go is required (go.mod states the version)" >&2
+	exit 1
+fi
+go mod download
