@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/iwarp/iwarp/netlinkproto"
+)
+
+// ErrNotLoaded is wrapped by New's error when the iwarp family is not
+// registered (the module is not loaded). It matches os.ErrNotExist.
+var ErrNotLoaded = fmt.Errorf("iwarp kernel module not loaded: %w", os.ErrNotExist)
+
+// Client talks to the iwarp module in one network namespace.
+type Client struct {
+	c osClient
+}
+
+// osClient is what a platform implementation provides.
+type osClient interface {
+	Close() error
+	LinkAdd(name string, cfg LinkConfig) (*Link, error)
+	LinkDel(name string) error
+	Link(name string) (*Link, error)
+	Links() ([]Link, error)
+	Monitor(ctx context.Context, fn func(Event) error) error
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	netns int
+}
+
+// WithNetNS opens the client in the network namespace referred to by the
+// file descriptor fd (as from /run/netns/NAME) instead of the caller's.
+func WithNetNS(fd int) Option { return func(o *options) { o.netns = fd } }
+
+// New opens a client. If the module is not loaded the error matches
+// os.ErrNotExist (and ErrNotLoaded).
+func New(opts ...Option) (*Client, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	c, err := newOSClient(o)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{c: c}, nil
+}
+
+// Close releases the client's sockets.
+func (c *Client) Close() error { return c.c.Close() }
+
+// LinkAdd creates a link named name on the netdev given in cfg.
+func (c *Client) LinkAdd(name string, cfg LinkConfig) (*Link, error) {
+	return c.c.LinkAdd(name, cfg)
+}
+
+// LinkDel deletes the link named name.
+func (c *Client) LinkDel(name string) error { return c.c.LinkDel(name) }
+
+// Link returns the link named name; an unknown name matches os.ErrNotExist.
+func (c *Client) Link(name string) (*Link, error) { return c.c.Link(name) }
+
+// Links returns every link in the client's namespace, ordered by index.
+func (c *Client) Links() ([]Link, error) { return c.c.Links() }
+
+// Monitor calls fn for every event multicast by the module in the client's
+// namespace until ctx is done (it then returns ctx.Err()) or fn returns an
+// error (which it returns).
+func (c *Client) Monitor(ctx context.Context, fn func(Event) error) error {
+	return c.c.Monitor(ctx, fn)
+}
+
+// LinkConfig says which netdev a new link binds to and its MPA policy.
+// Give Netdev, Ifindex or both (they must then name the same device).
+type LinkConfig struct {
+	Netdev  string
+	Ifindex int
+	Flags   LinkFlags
+}
+
+// Link is an iWARP device bound to a netdev. JSON keys are stable.
+type Link struct {
+	Index   uint32    `json:"index"`
+	Name    string    `json:"name"`
+	Netdev  string    `json:"netdev"`
+	Ifindex int       `json:"ifindex"`
+	State   LinkState `json:"state"`
+	Flags   LinkFlags `json:"flags"`
+}
+
+// LinkState is a link's operational state.
+type LinkState uint8
+
+// Link states.
+const (
+	LinkDown LinkState = LinkState(netlinkproto.LinkStateDown)
+	LinkUp   LinkState = LinkState(netlinkproto.LinkStateUp)
+)
+
+func (s LinkState) String() string {
+	switch s {
+	case LinkDown:
+		return "down"
+	case LinkUp:
+		return "up"
+	}
+	return fmt.Sprintf("state%d", uint8(s))
+}
+
+// MarshalJSON encodes the state as its name.
+func (s LinkState) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// LinkFlags is a link's MPA policy.
+type LinkFlags uint32
+
+// Link flags.
+const (
+	FlagCRC     LinkFlags = LinkFlags(netlinkproto.LinkFCRC)
+	FlagMarkers LinkFlags = LinkFlags(netlinkproto.LinkFMarkers)
+	FlagP2P     LinkFlags = LinkFlags(netlinkproto.LinkFP2P)
+)
+
+var flagNames = []struct {
+	f    LinkFlags
+	name string
+}{{FlagCRC, "crc"}, {FlagMarkers, "markers"}, {FlagP2P, "p2p"}}
+
+// Names lists the set flags by name; unknown bits appear as hex.
+func (f LinkFlags) Names() []string {
+	names := []string{}
+	for _, n := range flagNames {
+		if f&n.f != 0 {
+			names = append(names, n.name)
+			f &^= n.f
+		}
+	}
+	if f != 0 {
+		names = append(names, fmt.Sprintf("0x%x", uint32(f)))
+	}
+	return names
+}
+
+func (f LinkFlags) String() string {
+	if f == 0 {
+		return "none"
+	}
+	return strings.Join(f.Names(), ",")
+}
+
+// MarshalJSON encodes the flags as a list of names.
+func (f LinkFlags) MarshalJSON() ([]byte, error) { return json.Marshal(f.Names()) }
+
+// ParseLinkFlag returns the flag with the given name.
+func ParseLinkFlag(name string) (LinkFlags, error) {
+	for _, n := range flagNames {
+		if n.name == name {
+			return n.f, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown link flag %q", name)
+}
+
+// LinkFlagNames lists the known flag names.
+func LinkFlagNames() []string {
+	var names []string
+	for _, n := range flagNames {
+		names = append(names, n.name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// EventKind says what happened to a link.
+type EventKind string
+
+// Event kinds.
+const (
+	EventLinkNew EventKind = "new" // created, or changed (see Reason)
+	EventLinkDel EventKind = "del" // deleted
+)
+
+// EventReason says why an event was sent.
+type EventReason uint32
+
+// Event reasons.
+const (
+	ReasonNone             = EventReason(netlinkproto.EventReasonNone)
+	ReasonCreated          = EventReason(netlinkproto.EventReasonCreated)
+	ReasonDeleted          = EventReason(netlinkproto.EventReasonDeleted)
+	ReasonNetdevUnregister = EventReason(netlinkproto.EventReasonNetdevUnregister)
+	ReasonNetdevNetnsMove  = EventReason(netlinkproto.EventReasonNetdevNetNSMove)
+	ReasonStateChange      = EventReason(netlinkproto.EventReasonStateChange)
+	ReasonModuleUnload     = EventReason(netlinkproto.EventReasonModuleUnload)
+)
+
+var reasonNames = map[EventReason]string{
+	ReasonNone:             "none",
+	ReasonCreated:          "created",
+	ReasonDeleted:          "deleted",
+	ReasonNetdevUnregister: "netdev-unregister",
+	ReasonNetdevNetnsMove:  "netdev-netns-move",
+	ReasonStateChange:      "state-change",
+	ReasonModuleUnload:     "module-unload",
+}
+
+func (r EventReason) String() string {
+	if n, ok := reasonNames[r]; ok {
+		return n
+	}
+	return fmt.Sprintf("reason%d", uint32(r))
+}
+
+// MarshalJSON encodes the reason as its name.
+func (r EventReason) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
+
+// Event is one notification from the module's "events" group.
+type Event struct {
+	Kind   EventKind   `json:"event"`
+	Reason EventReason `json:"reason"`
+	Link   Link        `json:"link"`
+}
+
+// Error is a rejection by the kernel: the operation, the extended-ack
+// message (empty if the kernel gave none) and the errno.
+type Error struct {
+	Op      string // e.g. "link add"
+	Message string // the kernel's extack message
+	Err     error  // the errno (a syscall.Errno)
+}
+
+func (e *Error) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("%s: %s (%v)", e.Op, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Op, e.Err)
+}
+
+// Unwrap returns the errno, so errors.Is(err, os.ErrNotExist) and
+// errors.Is(err, syscall.EEXIST) work.
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsKernel reports whether err is a rejection by the kernel.
+func IsKernel(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build linux
+
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/mdlayher/genetlink"
+	"github.com/mdlayher/netlink"
+
+	"github.com/iwarp/iwarp/netlinkproto"
+)
+
+type linuxClient struct {
+	conn   *genetlink.Conn
+	family genetlink.Family
+	netns  int
+}
+
+func newOSClient(o options) (osClient, error) {
+	conn, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: o.netns})
+	if err != nil {
+		return nil, fmt.Errorf("iwarp: dial generic netlink: %w", err)
+	}
+	c, err := initClient(conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c.netns = o.netns
+	return c, nil
+}
+
+// initClient binds an open connection to the iwarp family; tests hand it a
+// connection to a fake kernel.
+func initClient(conn *genetlink.Conn) (*linuxClient, error) {
+	f, err := conn.GetFamily(netlinkproto.FamilyName)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, ErrNotLoaded
+		}
+		return nil, fmt.Errorf("iwarp: resolve family: %w", err)
+	}
+	if f.Version != netlinkproto.FamilyVersion {
+		return nil, fmt.Errorf("iwarp: kernel family version %d, this client speaks %d",
+			f.Version, netlinkproto.FamilyVersion)
+	}
+	return &linuxClient{conn: conn, family: f}, nil
+}
+
+func (c *linuxClient) Close() error { return c.conn.Close() }
+
+// execute sends one request and maps kernel rejections to *Error.
+func (c *linuxClient) execute(op string, cmd uint8, flags netlink.HeaderFlags, attrs []byte) ([]genetlink.Message, error) {
+	msgs, err := c.conn.Execute(genetlink.Message{
+		Header: genetlink.Header{Command: cmd, Version: netlinkproto.FamilyVersion},
+		Data:   attrs,
+	}, c.family.ID, netlink.Request|flags)
+	if err != nil {
+		return nil, mapError(op, err)
+	}
+	return msgs, nil
+}
+
+func mapError(op string, err error) error {
+	var oe *netlink.OpError
+	if errors.As(err, &oe) {
+		return &Error{Op: op, Message: oe.Message, Err: oe.Err}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func (c *linuxClient) LinkAdd(name string, cfg LinkConfig) (*Link, error) {
+	b, err := encodeLinkNew(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.execute("link add", netlinkproto.CmdLinkNew, netlink.Acknowledge, b)
+	if err != nil {
+		return nil, err
+	}
+	return firstLink("link add", msgs)
+}
+
+func (c *linuxClient) LinkDel(name string) error {
+	b, err := encodeLinkName(name)
+	if err != nil {
+		return err
+	}
+	_, err = c.execute("link del", netlinkproto.CmdLinkDel, netlink.Acknowledge, b)
+	return err
+}
+
+func (c *linuxClient) Link(name string) (*Link, error) {
+	b, err := encodeLinkName(name)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.execute("link show", netlinkproto.CmdLinkGet, 0, b)
+	if err != nil {
+		return nil, err
+	}
+	return firstLink("link show", msgs)
+}
+
+func (c *linuxClient) Links() ([]Link, error) {
+	msgs, err := c.execute("link show", netlinkproto.CmdLinkGet, netlink.Dump, nil)
+	if err != nil {
+		return nil, err
+	}
+	links := make([]Link, 0, len(msgs))
+	for _, m := range msgs {
+		l, err := parseLink(m.Data)
+		if err != nil {
+			return nil, fmt.Errorf("link show: %w", err)
+		}
+		links = append(links, l)
+	}
+	return links, nil
+}
+
+func firstLink(op string, msgs []genetlink.Message) (*Link, error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%s: kernel sent no reply", op)
+	}
+	l, err := parseLink(msgs[0].Data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return &l, nil
+}
+
+func (c *linuxClient) Monitor(ctx context.Context, fn func(Event) error) error {
+	var id uint32
+	for _, g := range c.family.Groups {
+		if g.Name == netlinkproto.GroupEvents {
+			id = g.ID
+		}
+	}
+	if id == 0 {
+		return fmt.Errorf("monitor: kernel family has no %q group", netlinkproto.GroupEvents)
+	}
+	// A connection of its own, so requests on c.conn do not mix with events.
+	conn, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: c.netns})
+	if err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	defer conn.Close()
+	if err := conn.JoinGroup(id); err != nil {
+		return fmt.Errorf("monitor: join group: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	for {
+		msgs, _, err := conn.Receive()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("monitor: %w", err)
+		}
+		for _, m := range msgs {
+			ev, err := parseEvent(m)
+			if err != nil {
+				return fmt.Errorf("monitor: %w", err)
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Links and their netdevs.
+ *
+ * Locking: RTNL serialises every change to the set of links with netdev
+ * events; iwarp_links_lock (taken inside RTNL) protects the list for readers
+ * such as dumps, which do not take RTNL.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ctype.h>
+#include <linux/mutex.h>
+#include <linux/rtnetlink.h>
+#include <linux/slab.h>
+#include <net/net_namespace.h>
+
+#include "iwarp.h"
+#include "link.h"
+
+DEFINE_MUTEX(iwarp_links_lock);
+LIST_HEAD(iwarp_links);
+static u32 iwarp_next_index = 1;
+static bool iwarp_links_dying;
+static atomic_t iwarp_nlinks = ATOMIC_INIT(0);
+
+bool iwarp_link_name_valid(const char *name)
+{
+	const char *p;
+
+	if (!*name)
+		return false;
+	for (p = name; *p; p++)
+		if (!isalnum(*p) && *p != '_' && *p != '.' && *p != '-')
+			return false;
+	return true;
+}
+
+static u8 iwarp_link_oper_state(const struct net_device *dev)
+{
+	return netif_running(dev) && netif_carrier_ok(dev) ?
+	       IWARP_LINK_STATE_UP : IWARP_LINK_STATE_DOWN;
+}
+
+struct iwarp_link *iwarp_link_find(struct net *net, const char *name)
+{
+	struct iwarp_link *link;
+
+	lockdep_assert_held(&iwarp_links_lock);
+	list_for_each_entry(link, &iwarp_links, list)
+		if (net_eq(iwarp_link_net(link), net) && !strcmp(link->name, name))
+			return link;
+	return NULL;
+}
+
+static struct iwarp_link *iwarp_link_find_dev(const struct net_device *dev)
+{
+	struct iwarp_link *link;
+
+	lockdep_assert_held(&iwarp_links_lock);
+	list_for_each_entry(link, &iwarp_links, list)
+		if (link->netdev == dev)
+			return link;
+	return NULL;
+}
+
+struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
+				     u32 flags, struct netlink_ext_ack *extack)
+{
+	struct iwarp_link *link;
+	int err;
+
+	ASSERT_RTNL();
+	link = kzalloc(sizeof(*link), GFP_KERNEL);
+	if (!link)
+		return ERR_PTR(-ENOMEM);
+
+	mutex_lock(&iwarp_links_lock);
+	if (iwarp_links_dying) {
+		NL_SET_ERR_MSG(extack, "module is unloading");
+		err = -ENODEV;
+		goto err_unlock;
+	}
+	if (iwarp_link_find(dev_net(dev), name)) {
+		NL_SET_ERR_MSG(extack,
+				   "IWARP_A_LINK_NAME: a link with this name exists in this network namespace");
+		err = -EEXIST;
+		goto err_unlock;
+	}
+	if (iwarp_link_find_dev(dev)) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_LINK_NETDEV: the netdev already has a link");
+		err = -EBUSY;
+		goto err_unlock;
+	}
+	if (iwarp_next_index == U32_MAX) {
+		NL_SET_ERR_MSG(extack, "link indices exhausted");
+		err = -ENOSPC;
+		goto err_unlock;
+	}
+
+	strscpy(link->name, name, sizeof(link->name));
+	strscpy(link->netdev_name, dev->name, sizeof(link->netdev_name));
+	link->ifindex = dev->ifindex;
+	link->flags = flags;
+	link->state = iwarp_link_oper_state(dev);
+	link->index = iwarp_next_index++;
+	link->netdev = dev;
+	netdev_hold(dev, &link->dev_tracker, GFP_KERNEL);
+	list_add_tail(&link->list, &iwarp_links);
+	atomic_inc(&iwarp_nlinks);
+	iwarp_nl_notify_link(link, IWARP_CMD_LINK_NEW, IWARP_EVENT_REASON_CREATED);
+	mutex_unlock(&iwarp_links_lock);
+	return link;
+
+err_unlock:
+	mutex_unlock(&iwarp_links_lock);
+	kfree(link);
+	return ERR_PTR(err);
+}
+
+/* Called with iwarp_links_lock held. */
+static void iwarp_link_destroy(struct iwarp_link *link, u32 reason)
+{
+	lockdep_assert_held(&iwarp_links_lock);
+	iwarp_nl_notify_link(link, IWARP_CMD_LINK_DEL, reason);
+	list_del(&link->list);
+	netdev_put(link->netdev, &link->dev_tracker);
+	atomic_dec(&iwarp_nlinks);
+	kfree(link);
+}
+
+int iwarp_link_delete(struct net *net, const char *name, struct netlink_ext_ack *extack)
+{
+	struct iwarp_link *link;
+	int err = 0;
+
+	ASSERT_RTNL();
+	mutex_lock(&iwarp_links_lock);
+	link = iwarp_link_find(net, name);
+	if (link) {
+		iwarp_link_destroy(link, IWARP_EVENT_REASON_DELETED);
+	} else {
+		NL_SET_ERR_MSG(extack,
+				   "IWARP_A_LINK_NAME: no such link in this network namespace");
+		err = -ENOENT;
+	}
+	mutex_unlock(&iwarp_links_lock);
+	return err;
+}
+
+static int iwarp_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+	struct iwarp_link *link;
+	u8 state;
+
+	mutex_lock(&iwarp_links_lock);
+	link = iwarp_link_find_dev(dev);
+	if (!link)
+		goto out;
+
+	switch (event) {
+	case NETDEV_UNREGISTER:
+		/*
+		 * A namespace move unregisters the device from its old
+		 * namespace while it stays registered; a real unregister has
+		 * already left NETREG_REGISTERED.
+		 */
+		iwarp_link_destroy(link, dev->reg_state == NETREG_REGISTERED ?
+				   IWARP_EVENT_REASON_NETDEV_NETNS_MOVE :
+				   IWARP_EVENT_REASON_NETDEV_UNREGISTER);
+		break;
+	case NETDEV_CHANGENAME:
+		strscpy(link->netdev_name, dev->name, sizeof(link->netdev_name));
+		iwarp_nl_notify_link(link, IWARP_CMD_LINK_NEW, IWARP_EVENT_REASON_STATE_CHANGE);
+		break;
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+		state = iwarp_link_oper_state(dev);
+		if (state != link->state) {
+			link->state = state;
+			iwarp_nl_notify_link(link, IWARP_CMD_LINK_NEW,
+					     IWARP_EVENT_REASON_STATE_CHANGE);
+		}
+		break;
+	}
+out:
+	mutex_unlock(&iwarp_links_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block iwarp_netdev_notifier = {
+	.notifier_call = iwarp_netdev_event,
+};
+
+int iwarp_link_init(void)
+{
+	return register_netdevice_notifier(&iwarp_netdev_notifier);
+}
+
+/*
+ * Deletes every link (notifying each), then stops listening to netdev
+ * events. Called before the genetlink family goes away, so the
+ * notifications still reach listeners.
+ */
+void iwarp_link_shutdown(void)
+{
+	struct iwarp_link *link, *tmp;
+
+	rtnl_lock();
+	mutex_lock(&iwarp_links_lock);
+	iwarp_links_dying = true;
+	list_for_each_entry_safe(link, tmp, &iwarp_links, list)
+		iwarp_link_destroy(link, IWARP_EVENT_REASON_MODULE_UNLOAD);
+	mutex_unlock(&iwarp_links_lock);
+	rtnl_unlock();
+}
+
+void iwarp_link_exit(void)
+{
+	unregister_netdevice_notifier(&iwarp_netdev_notifier);
+	if (atomic_read(&iwarp_nlinks))
+		pr_err("leak: %d links at exit\n", atomic_read(&iwarp_nlinks));
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Links: an iWARP device bound to a netdev. A link lives in the network
+ * namespace of its netdev and dies with it (unregister or namespace move).
+ */
+#ifndef _IWARP_LINK_H
+#define _IWARP_LINK_H
+
+#include <linux/list.h>
+#include <linux/netdevice.h>
+#include <linux/types.h>
+
+#define IWARP_LINK_NAME_MAX 15
+
+struct iwarp_link {
+	struct list_head list;		/* iwarp_links, ordered by index */
+	struct net_device *netdev;	/* held while the link exists */
+	netdevice_tracker dev_tracker;
+	u32 index;
+	u32 flags;			/* IWARP_LINK_F_* */
+	u8 state;			/* enum iwarp_link_state */
+	char name[IWARP_LINK_NAME_MAX + 1];
+	char netdev_name[IFNAMSIZ];	/* snapshot, updated on rename */
+	int ifindex;
+};
+
+int iwarp_link_init(void);
+void iwarp_link_shutdown(void);
+void iwarp_link_exit(void);
+
+/*
+ * Creation and deletion are called with RTNL held (so that a netdev cannot be
+ * unregistered in between). Lookup and iteration need iwarp_links_lock.
+ */
+struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
+				     u32 flags, struct netlink_ext_ack *extack);
+int iwarp_link_delete(struct net *net, const char *name, struct netlink_ext_ack *extack);
+
+extern struct mutex iwarp_links_lock;
+extern struct list_head iwarp_links;
+
+static inline struct net *iwarp_link_net(const struct iwarp_link *link)
+{
+	return dev_net(link->netdev);
+}
+
+struct iwarp_link *iwarp_link_find(struct net *net, const char *name);
+bool iwarp_link_name_valid(const char *name);
+
+/* Notification hook, implemented in netlink.c; called with iwarp_links_lock. */
+void iwarp_nl_notify_link(const struct iwarp_link *link, u8 cmd, u32 reason);
+
+#endif /* _IWARP_LINK_H */

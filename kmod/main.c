@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * iwarp: a software iWARP (RDMA over TCP) stack. Module init and exit only.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <net/genetlink.h>
+
+#include "link.h"
+#include "nl_gen.h"
+#include "selftest.h"
+
+static int __init iwarp_init(void)
+{
+	int err;
+
+	err = iwarp_proto_selftest();
+	if (err) {
+		pr_err("protocol self-test failed, not loading\n");
+		return err;
+	}
+	err = iwarp_link_init();
+	if (err)
+		return err;
+	err = genl_register_family(&iwarp_nl_family);
+	if (err)
+		goto err_link;
+	pr_info("loaded (genetlink family %s version %d)\n", IWARP_GENL_NAME,
+		IWARP_GENL_VERSION);
+	return 0;
+
+err_link:
+	iwarp_link_exit();
+	return err;
+}
+
+static void __exit iwarp_exit(void)
+{
+	iwarp_link_shutdown();
+	genl_unregister_family(&iwarp_nl_family);
+	iwarp_link_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(iwarp_init);
+module_exit(iwarp_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Software iWARP (RDMA over TCP and SCTP)");
+MODULE_ALIAS_GENL_FAMILY(IWARP_GENL_NAME);
