@@ -18,6 +18,7 @@
 #include "iwarp.h"
 #include "link.h"
 
+/* Protects iwarp_links for readers; writers also hold RTNL. */
 DEFINE_MUTEX(iwarp_links_lock);
 LIST_HEAD(iwarp_links);
 static u32 iwarp_next_index = 1;
@@ -83,7 +84,7 @@ struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
 	}
 	if (iwarp_link_find(dev_net(dev), name)) {
 		NL_SET_ERR_MSG(extack,
-				   "IWARP_A_LINK_NAME: a link with this name exists in this network namespace");
+			       "IWARP_A_LINK_NAME: a link with this name exists in this network namespace");
 		err = -EEXIST;
 		goto err_unlock;
 	}
@@ -141,7 +142,7 @@ int iwarp_link_delete(struct net *net, const char *name, struct netlink_ext_ack 
 		iwarp_link_destroy(link, IWARP_EVENT_REASON_DELETED);
 	} else {
 		NL_SET_ERR_MSG(extack,
-				   "IWARP_A_LINK_NAME: no such link in this network namespace");
+			       "IWARP_A_LINK_NAME: no such link in this network namespace");
 		err = -ENOENT;
 	}
 	mutex_unlock(&iwarp_links_lock);

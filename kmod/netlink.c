@@ -63,7 +63,7 @@ static struct net_device *iwarp_nl_get_netdev(struct net *net, struct genl_info 
 	ASSERT_RTNL();
 	if (!a_ifindex && !a_netdev) {
 		NL_SET_ERR_MSG(info->extack,
-				   "IWARP_A_LINK_IFINDEX or IWARP_A_LINK_NETDEV: one is required");
+			       "IWARP_A_LINK_IFINDEX or IWARP_A_LINK_NETDEV: one is required");
 		return ERR_PTR(-EINVAL);
 	}
 	if (a_ifindex) {

@@ -15,6 +15,7 @@ cpio
 iproute2
 kmod
 libclang-rt-14-dev
+linux-source-6.1
 linux-headers-amd64
 linux-image-amd64
 llvm

@@ -24,12 +24,17 @@
 #define IWARP_GENL_NAME		"iwarp"
 #define IWARP_GENL_VERSION	1
 
-/* Link creation, deletion and state changes (IWARP_CMD_LINK_NEW and IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON). */
+/*
+ * Link creation, deletion and state changes (IWARP_CMD_LINK_NEW and
+ *   IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON).
+ */
 #define IWARP_MCGRP_EVENTS	"events"
 
 /**
- * enum iwarp_link_state - Operational state of a link, derived from its netdev.
- * @IWARP_LINK_STATE_DOWN: The netdev is administratively down or has no carrier.
+ * enum iwarp_link_state - Operational state of a link, derived from its
+ *   netdev.
+ * @IWARP_LINK_STATE_DOWN: The netdev is administratively down or has no
+ *   carrier.
  * @IWARP_LINK_STATE_UP: The netdev is up and has carrier.
  */
 enum iwarp_link_state {
@@ -38,17 +43,23 @@ enum iwarp_link_state {
 
 	__IWARP_LINK_STATE_MAX,
 };
+
 #define IWARP_LINK_STATE_MAX (__IWARP_LINK_STATE_MAX - 1)
 
 /**
  * enum iwarp_event_reason - Why a notification was sent.
- * @IWARP_EVENT_REASON_NONE: Not an event (replies to requests carry no reason).
+ * @IWARP_EVENT_REASON_NONE: Not an event (replies to requests carry no
+ *   reason).
  * @IWARP_EVENT_REASON_CREATED: A user created the link.
  * @IWARP_EVENT_REASON_DELETED: A user deleted the link.
- * @IWARP_EVENT_REASON_NETDEV_UNREGISTER: The link's netdev was unregistered; the link is gone.
- * @IWARP_EVENT_REASON_NETDEV_NETNS_MOVE: The link's netdev moved to another network namespace; the link is gone.
- * @IWARP_EVENT_REASON_STATE_CHANGE: The link's operational state or netdev name changed.
- * @IWARP_EVENT_REASON_MODULE_UNLOAD: The module is being unloaded; the link is gone.
+ * @IWARP_EVENT_REASON_NETDEV_UNREGISTER: The link's netdev was unregistered;
+ *   the link is gone.
+ * @IWARP_EVENT_REASON_NETDEV_NETNS_MOVE: The link's netdev moved to another
+ *   network namespace; the link is gone.
+ * @IWARP_EVENT_REASON_STATE_CHANGE: The link's operational state or netdev
+ *   name changed.
+ * @IWARP_EVENT_REASON_MODULE_UNLOAD: The module is being unloaded; the link is
+ *   gone.
  */
 enum iwarp_event_reason {
 	IWARP_EVENT_REASON_NONE = 0,
@@ -61,13 +72,18 @@ enum iwarp_event_reason {
 
 	__IWARP_EVENT_REASON_MAX,
 };
+
 #define IWARP_EVENT_REASON_MAX (__IWARP_EVENT_REASON_MAX - 1)
 
 /**
- * enum iwarp_link_flags - Per-link MPA policy defaults, used for connections made on the link.
- * @IWARP_LINK_F_CRC: Request CRC32c (MPA C bit). Without it CRC is used only if the peer asks.
- * @IWARP_LINK_F_MARKERS: Request markers in the stream this side receives (MPA M bit).
- * @IWARP_LINK_F_P2P: Use RFC 6581 peer-to-peer mode with a ready-to-receive message.
+ * enum iwarp_link_flags - Per-link MPA policy defaults, used for connections
+ *   made on the link.
+ * @IWARP_LINK_F_CRC: Request CRC32c (MPA C bit). Without it CRC is used only
+ *   if the peer asks.
+ * @IWARP_LINK_F_MARKERS: Request markers in the stream this side receives (MPA
+ *   M bit).
+ * @IWARP_LINK_F_P2P: Use RFC 6581 peer-to-peer mode with a ready-to-receive
+ *   message.
  */
 enum iwarp_link_flags {
 	IWARP_LINK_F_CRC = 1U << 0,
@@ -80,13 +96,20 @@ enum iwarp_link_flags {
 /**
  * enum iwarp_attr - attributes of every command (one flat space)
  * @IWARP_A_UNSPEC: unused
- * @IWARP_A_LINK_INDEX: u32. Identifier of a link, assigned by the kernel, unique while the module is loaded. Read only.
- * @IWARP_A_LINK_NAME: string, at most 15 bytes. Name of a link, 1 to 15 bytes of [A-Za-z0-9_.-]; unique in a network namespace.
- * @IWARP_A_LINK_IFINDEX: u32. Interface index of the link's netdev, in the caller's network namespace.
- * @IWARP_A_LINK_NETDEV: string, at most 15 bytes. Name of the link's netdev, in the caller's network namespace.
- * @IWARP_A_LINK_STATE: u8 (enum iwarp_link_state). Operational state (enum iwarp_link_state). Read only.
- * @IWARP_A_LINK_FLAGS: u32 (enum iwarp_link_flags). MPA policy flags (IWARP_LINK_F_*). Unknown bits are rejected with EOPNOTSUPP.
- * @IWARP_A_EVENT_REASON: u32 (enum iwarp_event_reason). In notifications, why it was sent (enum iwarp_event_reason). Read only.
+ * @IWARP_A_LINK_INDEX: u32. Identifier of a link, assigned by the kernel,
+ *   unique while the module is loaded. Read only.
+ * @IWARP_A_LINK_NAME: string, at most 15 bytes. Name of a link, 1 to 15 bytes
+ *   of [A-Za-z0-9_.-]; unique in a network namespace.
+ * @IWARP_A_LINK_IFINDEX: u32. Interface index of the link's netdev, in the
+ *   caller's network namespace.
+ * @IWARP_A_LINK_NETDEV: string, at most 15 bytes. Name of the link's netdev,
+ *   in the caller's network namespace.
+ * @IWARP_A_LINK_STATE: u8 (enum iwarp_link_state). Operational state (enum
+ *   iwarp_link_state). Read only.
+ * @IWARP_A_LINK_FLAGS: u32 (enum iwarp_link_flags). MPA policy flags
+ *   (IWARP_LINK_F_*). Unknown bits are rejected with EOPNOTSUPP.
+ * @IWARP_A_EVENT_REASON: u32 (enum iwarp_event_reason). In notifications, why
+ *   it was sent (enum iwarp_event_reason). Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -100,6 +123,7 @@ enum iwarp_attr {
 
 	__IWARP_A_MAX,
 };
+
 #define IWARP_A_MAX (__IWARP_A_MAX - 1)
 
 /*
@@ -113,22 +137,25 @@ enum iwarp_attr {
  *   Request, optional: IWARP_A_LINK_IFINDEX (u32)
  *   Request, optional: IWARP_A_LINK_NETDEV (string, at most 15 bytes)
  *   Request, optional: IWARP_A_LINK_FLAGS (u32)
- *   Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX, IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS
- *   Error EINVAL  - an attribute is missing or malformed (the message names it)
- *   Error ENAMETOOLONG - IWARP_A_LINK_NAME or IWARP_A_LINK_NETDEV longer than 15 bytes
- *   Error ENODEV  - no such netdev in the caller's namespace, or the module is unloading
- *   Error EEXIST  - a link with this name exists in the namespace
- *   Error EBUSY   - the netdev already has a link
- *   Error EOPNOTSUPP - IWARP_A_LINK_FLAGS has unknown bits
- *   Error EPERM   - the caller lacks CAP_NET_ADMIN
+ * Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX,
+ *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS
+ * Error EINVAL - an attribute is missing or malformed (the message names it)
+ * Error ENAMETOOLONG - IWARP_A_LINK_NAME or IWARP_A_LINK_NETDEV longer than 15
+ *   bytes
+ * Error ENODEV - no such netdev in the caller's namespace, or the module is
+ *   unloading
+ * Error EEXIST - a link with this name exists in the namespace
+ * Error EBUSY - the netdev already has a link
+ * Error EOPNOTSUPP - IWARP_A_LINK_FLAGS has unknown bits
+ * Error EPERM - the caller lacks CAP_NET_ADMIN
  */
 /*
  * IWARP_CMD_LINK_DEL
  *   Delete the link named IWARP_A_LINK_NAME and multicast a notification with reason DELETED.
  *   Permission: CAP_NET_ADMIN over the network namespace.
  *   Request, required: IWARP_A_LINK_NAME (string, at most 15 bytes)
- *   Error ENOENT  - no such link in the caller's namespace
- *   Error EPERM   - the caller lacks CAP_NET_ADMIN
+ * Error ENOENT - no such link in the caller's namespace
+ * Error EPERM - the caller lacks CAP_NET_ADMIN
  */
 /*
  * IWARP_CMD_LINK_GET
@@ -138,13 +165,16 @@ enum iwarp_attr {
  *   Permission: none (any user).
  *   Supports NLM_F_DUMP (request attributes then not required).
  *   Request, required: IWARP_A_LINK_NAME (string, at most 15 bytes)
- *   Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX, IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS
- *   Error ENOENT  - no such link in the caller's namespace
+ * Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX,
+ *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS
+ * Error ENOENT - no such link in the caller's namespace
  */
 
 /* Notifications (multicast group "events"):
- *   IWARP_CMD_LINK_NEW: A link was created, or its state or netdev name changed; carries the link's attributes and IWARP_A_EVENT_REASON.
- *   IWARP_CMD_LINK_DEL: A link was deleted; carries its attributes as they were and IWARP_A_EVENT_REASON.
+ * IWARP_CMD_LINK_NEW: A link was created, or its state or netdev name changed;
+ *   carries the link's attributes and IWARP_A_EVENT_REASON.
+ * IWARP_CMD_LINK_DEL: A link was deleted; carries its attributes as they were
+ *   and IWARP_A_EVENT_REASON.
  */
 enum iwarp_cmd {
 	IWARP_CMD_UNSPEC = 0,
@@ -154,6 +184,7 @@ enum iwarp_cmd {
 
 	__IWARP_CMD_MAX,
 };
+
 #define IWARP_CMD_MAX (__IWARP_CMD_MAX - 1)
 
 #endif /* _UAPI_LINUX_IWARP_H */

@@ -226,6 +226,35 @@ func cType(a attribute) string {
 	return a.Type
 }
 
+// wrap breaks text into lines of at most width columns, keeping words whole
+// and continuation lines indented by cont.
+func wrap(text string, width int, cont string) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = w
+		case len(line)+1+len(w) > width:
+			lines = append(lines, line)
+			line = cont + w
+		default:
+			line += " " + w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// cdoc writes one kernel-doc item, wrapped to the kernel's line length.
+func cdoc(b *strings.Builder, text string) {
+	for _, l := range wrap(text, 76, "  ") {
+		fmt.Fprintf(b, " * %s\n", l)
+	}
+}
+
 // comment renders text as a C block-comment body with the given indent.
 func comment(b *strings.Builder, indent, text string) {
 	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
@@ -253,14 +282,16 @@ func (s *spec) uapiHeader() string {
 	fmt.Fprintf(&b, "#define %s_GENL_NAME\t\t%q\n", s.CPrefix, s.Name)
 	fmt.Fprintf(&b, "#define %s_GENL_VERSION\t%d\n\n", s.CPrefix, s.Version)
 	for _, g := range s.McastGroups {
-		fmt.Fprintf(&b, "/* %s */\n", g.Doc)
+		b.WriteString("/*\n")
+		cdoc(&b, g.Doc)
+		b.WriteString(" */\n")
 		fmt.Fprintf(&b, "#define %s_MCGRP_%s\t%q\n\n", s.CPrefix, upper(g.Name), g.Name)
 	}
 	for _, d := range s.Definitions {
 		b.WriteString("/**\n")
-		fmt.Fprintf(&b, " * enum %s - %s\n", s.enumType(d), d.Doc)
+		cdoc(&b, fmt.Sprintf("enum %s - %s", s.enumType(d), d.Doc))
 		for _, e := range d.Entries {
-			fmt.Fprintf(&b, " * @%s: %s\n", s.entryC(d, e), e.Doc)
+			cdoc(&b, fmt.Sprintf("@%s: %s", s.entryC(d, e), e.Doc))
 		}
 		b.WriteString(" */\n")
 		fmt.Fprintf(&b, "enum %s {\n", s.enumType(d))
@@ -278,7 +309,7 @@ func (s *spec) uapiHeader() string {
 		}
 		b.WriteString("};\n")
 		if d.Type == "enum" {
-			fmt.Fprintf(&b, "#define %s (__%s - 1)\n", s.enumMaxC(d), s.enumMaxC(d))
+			fmt.Fprintf(&b, "\n#define %s (__%s - 1)\n", s.enumMaxC(d), s.enumMaxC(d))
 		}
 		b.WriteString("\n")
 	}
@@ -293,14 +324,14 @@ func (s *spec) uapiHeader() string {
 		if a.Flags != "" {
 			extra = fmt.Sprintf(" (enum %s)", s.enumType(s.def(a.Flags)))
 		}
-		fmt.Fprintf(&b, " * @%s: %s%s. %s\n", s.attrC(a.Name), cType(a), extra, a.Doc)
+		cdoc(&b, fmt.Sprintf("@%s: %s%s. %s", s.attrC(a.Name), cType(a), extra, a.Doc))
 	}
 	b.WriteString(" */\n")
 	fmt.Fprintf(&b, "enum %s_attr {\n\t%s_A_UNSPEC = 0,\n", s.lower(), s.CPrefix)
 	for i, a := range s.Attributes {
 		fmt.Fprintf(&b, "\t%s = %d,\n", s.attrC(a.Name), i+1)
 	}
-	fmt.Fprintf(&b, "\n\t__%s_A_MAX,\n};\n#define %s_A_MAX (__%s_A_MAX - 1)\n\n", s.CPrefix, s.CPrefix, s.CPrefix)
+	fmt.Fprintf(&b, "\n\t__%s_A_MAX,\n};\n\n#define %s_A_MAX (__%s_A_MAX - 1)\n\n", s.CPrefix, s.CPrefix, s.CPrefix)
 
 	// Per-command doc blocks.
 	for _, c := range s.Commands {
@@ -326,23 +357,23 @@ func (s *spec) uapiHeader() string {
 			for i, a := range c.Reply {
 				names[i] = s.attrC(a)
 			}
-			fmt.Fprintf(&b, " *   Reply: %s\n", strings.Join(names, ", "))
+			cdoc(&b, "  Reply: "+strings.Join(names, ", "))
 		}
 		for _, e := range c.Errors {
-			fmt.Fprintf(&b, " *   Error %s\n", e)
+			cdoc(&b, "  Error "+e)
 		}
 		b.WriteString(" */\n")
 	}
 	b.WriteString("\n/* Notifications (multicast group \"events\"):\n")
 	for _, n := range s.Notifications {
-		fmt.Fprintf(&b, " *   %s: %s\n", s.cmdC(n.Command), n.Doc)
+		cdoc(&b, fmt.Sprintf("  %s: %s", s.cmdC(n.Command), n.Doc))
 	}
 	b.WriteString(" */\n")
 	fmt.Fprintf(&b, "enum %s_cmd {\n\t%s_CMD_UNSPEC = 0,\n", s.lower(), s.CPrefix)
 	for i, c := range s.Commands {
 		fmt.Fprintf(&b, "\t%s = %d,\n", s.cmdC(c.Name), i+1)
 	}
-	fmt.Fprintf(&b, "\n\t__%s_CMD_MAX,\n};\n#define %s_CMD_MAX (__%s_CMD_MAX - 1)\n\n", s.CPrefix, s.CPrefix, s.CPrefix)
+	fmt.Fprintf(&b, "\n\t__%s_CMD_MAX,\n};\n\n#define %s_CMD_MAX (__%s_CMD_MAX - 1)\n\n", s.CPrefix, s.CPrefix, s.CPrefix)
 	fmt.Fprintf(&b, "#endif /* %s */\n", guard)
 	return b.String()
 }
