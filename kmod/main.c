@@ -21,6 +21,8 @@ static int __init iwarp_init(void)
 		pr_err("protocol self-test failed, not loading\n");
 		return err;
 	}
+	if (IS_ENABLED(IWARP_SELFTEST_BUILD))
+		pr_info("protocol self-test passed\n");
 	err = iwarp_link_init();
 	if (err)
 		return err;
