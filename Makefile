@@ -34,7 +34,7 @@ deps:
 kmod:
 	@test -n "$(KVER)" || { echo "no guest kernel installed: run 'make deps'"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 $(if $(DEBUG),IWARP_DEBUG=1) modules
-	@mkdir -p build && cp iwarp.ko build/iwarp$(if $(DEBUG),-debug).ko
+	@mkdir -p build && cp kmod/iwarp.ko build/iwarp$(if $(DEBUG),-debug).ko
 
 kmod-debug:
 	$(MAKE) kmod DEBUG=1
