@@ -13,7 +13,7 @@ GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
 .PHONY: all help deps kmod kmod-debug go generate check-generated test test-host \
-	test-vm test-proto fuzz demo sparse checkpatch vet clean
+	test-proto fuzz demo sparse checkpatch vet clean
 
 all: kmod go
 
@@ -33,7 +33,7 @@ deps:
 
 kmod:
 	@test -n "$(KVER)" || { echo "no guest kernel installed: run 'make deps'"; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 $(if $(DEBUG),IWARP_DEBUG=1) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 KCFLAGS=-Werror $(if $(DEBUG),IWARP_DEBUG=1) modules
 	@mkdir -p build && cp kmod/iwarp.ko build/iwarp$(if $(DEBUG),-debug).ko
 
 kmod-debug:
@@ -50,8 +50,11 @@ check-generated: generate
 	@git diff --exit-code -- uapi/iwarp.h kmod/nl_gen.c kmod/nl_gen.h netlinkproto/zz_generated.go \
 		|| { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 
+# Fails on any sparse report (endianness included).
 sparse:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" W=1 modules
+	@mkdir -p build
+	@$(MAKE) -s -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" modules 2>&1 \
+		| tee build/sparse.log | grep -E "warning:|error:" && { echo "sparse: reports above"; exit 1; } || echo "sparse: clean"
 
 checkpatch:
 	@sh scripts/checkpatch.sh
@@ -70,7 +73,9 @@ fuzz:
 test: deps
 	$(MAKE) all
 	$(MAKE) kmod-debug
+	$(MAKE) sparse checkpatch
 	$(MAKE) test-proto
+	$(MAKE) -C tests/proto fuzz-smoke
 	$(MAKE) vet check-generated
 	IWARP_VM_REQUIRED=1 $(GO) test -count=1 -timeout 60m ./...
 

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build vmguest
+
+// Package guest holds the tests that run inside the QEMU guest (or on a Linux
+// host with the module's build at hand, as root). The host harness in
+// tests/vm boots the guest and reports every test here as its own.
+package guest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestMain loads iwarp.ko for the whole run and unloads it at the end: a
+// module that cannot be unloaded after the tests fails the run.
+func TestMain(m *testing.M) {
+	if err := loadModule(os.Getenv("IWARP_KO")); err != nil {
+		fmt.Fprintln(os.Stderr, "guest: load iwarp.ko:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := unloadModule(); err != nil {
+		fmt.Fprintln(os.Stderr, "guest: unload iwarp.ko after the tests:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func moduleLoaded() bool {
+	_, err := os.Stat("/sys/module/iwarp")
+	return err == nil
+}
+
+func loadModule(path string) error {
+	if path == "" {
+		return fmt.Errorf("IWARP_KO is not set")
+	}
+	if moduleLoaded() {
+		if err := unloadModule(); err != nil {
+			return err
+		}
+	}
+	out, err := exec.Command("insmod", path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("insmod %s: %v: %s", path, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func unloadModule() error {
+	out, err := exec.Command("rmmod", "iwarp").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("rmmod iwarp: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if moduleLoaded() {
+		return fmt.Errorf("rmmod iwarp: module still present")
+	}
+	return nil
+}
+
+// run runs a command and fails the test if it fails.
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// iwarpctl runs the CLI (optionally inside a network namespace) and returns
+// stdout, stderr and the exit status.
+func iwarpctl(t *testing.T, netns string, args ...string) (string, string, int) {
+	t.Helper()
+	bin := os.Getenv("IWARPCTL")
+	if bin == "" {
+		t.Fatal("IWARPCTL is not set")
+	}
+	var cmd *exec.Cmd
+	if netns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", netns, bin}, args...)...)
+	} else {
+		cmd = exec.Command(bin, args...)
+	}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("iwarpctl %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code
+}

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build vmguest
+
+package guest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/iwarp/iwarp/ctl"
+)
+
+func dmesg(t *testing.T) string {
+	t.Helper()
+	return run(t, "dmesg")
+}
+
+// TestModuleUnloadWithLinks unloads the module while links exist in two
+// namespaces and a monitor listens, then loads it again.
+func TestModuleUnloadWithLinks(t *testing.T) {
+	a, b := newNetns(t), newNetns(t)
+	vethPair(t, a, b)
+	ca := ctlIn(t, a)
+	col := monitor(t, ca)
+	if _, err := ca.LinkAdd("iw0", ctl.LinkConfig{Netdev: "va"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := iwarpctl(t, b, "link", "add", "iw0", "dev", "vb"); code != 0 {
+		t.Fatal(errs)
+	}
+	if err := unloadModule(); err != nil {
+		t.Fatal(err)
+	}
+	col.wait(t, "module-unload", func(ev ctl.Event) bool {
+		return ev.Kind == ctl.EventLinkDel && ev.Reason == ctl.ReasonModuleUnload && ev.Link.Name == "iw0"
+	})
+	col.cancel()
+	col.cancel = nil
+	<-col.done
+
+	// Without the module the client says so in a testable way.
+	if _, err := ctl.New(); !errors.Is(err, os.ErrNotExist) || !errors.Is(err, ctl.ErrNotLoaded) {
+		t.Fatalf("ctl.New without the module: %v", err)
+	}
+	_, errs, code := iwarpctl(t, "", "link", "show")
+	if code != 1 || !strings.Contains(errs, "not loaded") {
+		t.Fatalf("iwarpctl without the module: exit %d %q", code, errs)
+	}
+
+	if err := loadModule(os.Getenv("IWARP_KO")); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{a, b} {
+		if out, _, _ := iwarpctl(t, ns, "link", "show"); out != "" {
+			t.Fatalf("links survived a reload in %s: %q", ns, out)
+		}
+	}
+}
+
+// TestModuleDebugSelftest loads the DEBUG build once: it runs the protocol
+// self-tests at load and refuses to load if one fails.
+func TestModuleDebugSelftest(t *testing.T) {
+	ko := os.Getenv("IWARP_KO_DEBUG")
+	if ko == "" {
+		t.Fatal("IWARP_KO_DEBUG is not set")
+	}
+	if err := loadModule(ko); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := loadModule(os.Getenv("IWARP_KO")); err != nil {
+			t.Error(err)
+		}
+	})
+	if !strings.Contains(dmesg(t), "iwarp: protocol self-test passed") {
+		t.Fatal("the debug module did not report its self-test")
+	}
+	out, _ := exec.Command("modinfo", "-F", "vermagic", ko).Output()
+	if !strings.Contains(string(out), strings.TrimSpace(run(t, "uname", "-r"))) {
+		t.Fatalf("vermagic %q does not match the running kernel", out)
+	}
+}
