@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// Command iwarpctl configures the iwarp kernel module and shows its state.
+//
+//	iwarpctl [-j [-p]] OBJECT [COMMAND [ARGS]]
+//
+// The grammar follows iproute2: OBJECT is link, monitor, decode or version;
+// show is the default command and list its alias. Errors are one line on
+// stderr: a kernel rejection (with the kernel's message) exits 1, a usage
+// error exits 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iwarp/iwarp/ctl"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// globalFlags are the options every command sees.
+type globalFlags struct {
+	JSON   bool // -j: JSON output
+	Pretty bool // -p: indent JSON
+}
+
+// exitError carries an exit code out of a command; a nil err exits silently.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr is a mistake in how iwarpctl was called: exit status 2.
+func usageErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// app carries what commands share; tests replace open and the writers.
+type app struct {
+	g      globalFlags
+	stdout io.Writer
+	stderr io.Writer
+	open   func() (client, error)
+}
+
+// client is the part of *ctl.Client the commands use.
+type client interface {
+	Close() error
+	LinkAdd(name string, cfg ctl.LinkConfig) (*ctl.Link, error)
+	LinkDel(name string) error
+	Link(name string) (*ctl.Link, error)
+	Links() ([]ctl.Link, error)
+	Monitor(ctx context.Context, fn func(ctl.Event) error) error
+}
+
+func newRoot(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "iwarpctl",
+		Short:         "Configure and inspect the iwarp software iWARP stack",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.PersistentFlags().BoolVarP(&a.g.JSON, "json", "j", false, "print JSON")
+	root.PersistentFlags().BoolVarP(&a.g.Pretty, "pretty", "p", false, "indent JSON (with -j)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: 2, err: err}
+	})
+	root.AddCommand(newLinkCmd(a), newMonitorCmd(a), newVersionCmd(a), newDecodeCmd(&a.g))
+	return root
+}
+
+// run executes iwarpctl with args and returns the exit status.
+func run(a *app, args []string) int {
+	root := newRoot(a)
+	root.SetArgs(args)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(a.stderr, "iwarpctl: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(a.stderr, "iwarpctl: %v\n", err)
+	if isUsage(err) {
+		return 2
+	}
+	return 1
+}
+
+func main() {
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, open: openClient}
+	os.Exit(run(a, os.Args[1:]))
+}
+
+func openClient() (client, error) {
+	c, err := ctl.New()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+package wire
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error returned by a parser or the Receiver matches
+// exactly one of them with errors.Is.
+var (
+	// ErrShort: the input ends before a complete header or frame. For the
+	// Receiver it means the stream ended inside an FPDU.
+	ErrShort = errors.New("input too short")
+	// ErrCRC: the CRC32c of an FPDU does not match its CRC field (MPA-12).
+	ErrCRC = errors.New("MPA CRC mismatch")
+	// ErrMarker: a marker's FPDUPTR does not point at the start of the FPDU
+	// it falls in (MPA-7, MPA-8, MPA-28).
+	ErrMarker = errors.New("MPA marker does not match the FPDU start")
+	// ErrMPAFrame: an invalid MPA Request or Reply frame (MPA-32..MPA-34,
+	// MPA-41, MPA-42).
+	ErrMPAFrame = errors.New("invalid MPA Request/Reply frame")
+	// ErrDDPVersion: DDP version (DV) is not 1 (DDP-4).
+	ErrDDPVersion = errors.New("invalid DDP version")
+	// ErrRDMAPVersion: RDMAP version (RV) is not 1 (RDMAP-1).
+	ErrRDMAPVersion = errors.New("invalid RDMAP version")
+	// ErrOpcode: reserved RDMAP opcode, or one that does not fit the DDP
+	// buffer model (RDMAP-2).
+	ErrOpcode = errors.New("unexpected RDMAP opcode")
+	// ErrQN: untagged Queue Number not the one the opcode uses (DDP-11).
+	ErrQN = errors.New("invalid DDP queue number")
+	// ErrLength: an RDMAP header of the wrong length, or payload where none
+	// is allowed (RDMAP-4, RDMAP-EXT-4, RDMAP-EXT-26).
+	ErrLength = errors.New("invalid RDMAP message length")
+	// ErrAlignment: an atomic operation's target is not 64-bit aligned
+	// (RDMAP-EXT-10).
+	ErrAlignment = errors.New("atomic target not 8-octet aligned")
+)
+
+// Terminate layers (RDMAP-10).
+const (
+	LayerRDMAP = 0
+	LayerDDP   = 1
+	LayerLLP   = 2
+)
+
+// LLP (MPA) error codes for layer 2, etype 0 (MPA-52).
+const (
+	MPACodeConnLost        = 0x01
+	MPACodeCRC             = 0x02
+	MPACodeMarker          = 0x03
+	MPACodeInvalidFrame    = 0x04
+	MPACodeCatastrophic    = 0x05
+	MPACodeInsufficientIRD = 0x06
+	MPACodeNoMatchingRTR   = 0x07
+)
+
+// TerminateError is the Terminate (layer, error type, error code) that a
+// protocol violation implies (RDMAP-9, RDMAP-10, DDP-36, MPA-52).
+type TerminateError struct {
+	Layer uint8 // 0 RDMAP, 1 DDP, 2 LLP
+	EType uint8 // 4-bit error type
+	ECode uint8 // 8-bit error code
+}
+
+func (t *TerminateError) Error() string {
+	return fmt.Sprintf("terminate layer %d (%s) etype %d ecode 0x%02x", t.Layer, LayerName(t.Layer), t.EType, t.ECode)
+}
+
+// Is reports whether target is a *TerminateError with the same three values,
+// so errors.Is(err, &TerminateError{2, 0, 2}) works.
+func (t *TerminateError) Is(target error) bool {
+	o, ok := target.(*TerminateError)
+	return ok && o != nil && *o == *t
+}
+
+// LayerName names a Terminate layer.
+func LayerName(l uint8) string {
+	switch l {
+	case LayerRDMAP:
+		return "RDMAP"
+	case LayerDDP:
+		return "DDP"
+	case LayerLLP:
+		return "LLP"
+	}
+	return "reserved"
+}
+
+// ProtocolError describes one protocol violation. It matches its sentinel
+// (Err) with errors.Is and its Terminate code with errors.As.
+type ProtocolError struct {
+	Err       error          // one of the Err* sentinels
+	Terminate TerminateError // the Terminate the violation implies
+	Offset    int64          // stream position or octet offset of the violation; -1 if unknown
+	Detail    string         // human-readable specifics
+	// FPDU is the offending FPDU for CRC errors from the Receiver (with
+	// CRC == CRCBad); nil otherwise.
+	FPDU *FPDU
+}
+
+func (e *ProtocolError) Error() string {
+	s := e.Err.Error()
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Offset >= 0 {
+		s += fmt.Sprintf(" at offset %d (0x%x)", e.Offset, e.Offset)
+	}
+	return s + " (" + e.Terminate.Error() + ")"
+}
+
+// Unwrap returns the sentinel and the *TerminateError.
+func (e *ProtocolError) Unwrap() []error {
+	return []error{e.Err, &e.Terminate}
+}
+
+func protoErr(sentinel error, layer, etype, ecode uint8, off int64, format string, args ...any) *ProtocolError {
+	return &ProtocolError{
+		Err:       sentinel,
+		Terminate: TerminateError{Layer: layer, EType: etype, ECode: ecode},
+		Offset:    off,
+		Detail:    fmt.Sprintf(format, args...),
+	}
+}
