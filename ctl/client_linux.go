@@ -13,6 +13,7 @@ import (
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/iwarp/iwarp/netlinkproto"
 )
@@ -20,21 +21,37 @@ import (
 type linuxClient struct {
 	conn   *genetlink.Conn
 	family genetlink.Family
-	netns  int
+	netns  int // our own copy of the namespace fd (0: the caller's), for Monitor
 }
 
 func newOSClient(o options) (osClient, error) {
-	conn, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: o.netns})
+	netns := 0
+	if o.netns != 0 {
+		fd, err := unix.FcntlInt(uintptr(o.netns), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			return nil, fmt.Errorf("iwarp: network namespace fd: %w", err)
+		}
+		netns = fd
+	}
+	conn, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: netns})
 	if err != nil {
+		closeNetNS(netns)
 		return nil, fmt.Errorf("iwarp: dial generic netlink: %w", err)
 	}
 	c, err := initClient(conn)
 	if err != nil {
 		conn.Close()
+		closeNetNS(netns)
 		return nil, err
 	}
-	c.netns = o.netns
+	c.netns = netns
 	return c, nil
+}
+
+func closeNetNS(fd int) {
+	if fd != 0 {
+		unix.Close(fd)
+	}
 }
 
 // initClient binds an open connection to the iwarp family; tests hand it a
@@ -54,7 +71,11 @@ func initClient(conn *genetlink.Conn) (*linuxClient, error) {
 	return &linuxClient{conn: conn, family: f}, nil
 }
 
-func (c *linuxClient) Close() error { return c.conn.Close() }
+func (c *linuxClient) Close() error {
+	closeNetNS(c.netns)
+	c.netns = 0
+	return c.conn.Close()
+}
 
 // execute sends one request and maps kernel rejections to *Error.
 func (c *linuxClient) execute(op string, cmd uint8, flags netlink.HeaderFlags, attrs []byte) ([]genetlink.Message, error) {
@@ -81,7 +102,9 @@ func (c *linuxClient) LinkAdd(name string, cfg LinkConfig) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := c.execute("link add", netlinkproto.CmdLinkNew, netlink.Acknowledge, b)
+	// The reply carries the link: no NLM_F_ACK, whose separate ACK would
+	// be left unread for the next request.
+	msgs, err := c.execute("link add", netlinkproto.CmdLinkNew, 0, b)
 	if err != nil {
 		return nil, err
 	}

@@ -71,8 +71,8 @@ func TestLinkAddRequest(t *testing.T) {
 		if greq.Header.Command != netlinkproto.CmdLinkNew {
 			t.Errorf("command %d, want %d", greq.Header.Command, netlinkproto.CmdLinkNew)
 		}
-		if nreq.Header.Flags&netlink.Acknowledge == 0 {
-			t.Errorf("request without NLM_F_ACK")
+		if nreq.Header.Flags&netlink.Acknowledge != 0 {
+			t.Errorf("request with NLM_F_ACK: its ACK would stay unread behind the reply")
 		}
 		ad, err := netlink.NewAttributeDecoder(greq.Data)
 		if err != nil {

@@ -10,6 +10,9 @@ ctl="$repo/bin/iwarpctl"
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 step() { say "$*"; "$@"; }
 
+for dep in $(modinfo -F depends "$repo/build/iwarp.ko" | tr ',' ' '); do
+	modprobe "$dep"
+done
 step insmod "$repo/build/iwarp.ko"
 step "$ctl" version
 

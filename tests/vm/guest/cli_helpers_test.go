@@ -134,4 +134,3 @@ func (m *cliMonitor) stop(t *testing.T, n int) []string {
 	}
 	return lines
 }
-

@@ -97,8 +97,8 @@ func TestLinkCtl(t *testing.T) {
 }
 
 func TestNamespaceIsolation(t *testing.T) {
-	a, b := newNetns(t), newNetns(t)
-	vethPair(t, a, b)
+	tp := newTopology(t)
+	a, b := tp.A, tp.B
 	ca, cb := ctlIn(t, a), ctlIn(t, b)
 
 	// The same link name in two namespaces is two links.

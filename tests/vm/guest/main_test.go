@@ -44,6 +44,19 @@ func loadModule(path string) error {
 			return err
 		}
 	}
+	// insmod does not resolve dependencies (libcrc32c): load them first.
+	deps, err := exec.Command("modinfo", "-F", "depends", path).Output()
+	if err != nil {
+		return fmt.Errorf("modinfo %s: %v", path, err)
+	}
+	for _, d := range strings.Split(strings.TrimSpace(string(deps)), ",") {
+		if d == "" {
+			continue
+		}
+		if out, err := exec.Command("modprobe", d).CombinedOutput(); err != nil {
+			return fmt.Errorf("modprobe %s: %v: %s", d, err, out)
+		}
+	}
 	out, err := exec.Command("insmod", path).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("insmod %s: %v: %s", path, err, strings.TrimSpace(string(out)))

@@ -22,8 +22,8 @@ func dmesg(t *testing.T) string {
 // TestModuleUnloadWithLinks unloads the module while links exist in two
 // namespaces and a monitor listens, then loads it again.
 func TestModuleUnloadWithLinks(t *testing.T) {
-	a, b := newNetns(t), newNetns(t)
-	vethPair(t, a, b)
+	tp := newTopology(t)
+	a, b := tp.A, tp.B
 	ca := ctlIn(t, a)
 	col := monitor(t, ca)
 	if _, err := ca.LinkAdd("iw0", ctl.LinkConfig{Netdev: "va"}); err != nil {

@@ -48,11 +48,3 @@ func dummy(t *testing.T, netns, name string) {
 	run(t, "ip", "-n", netns, "link", "add", name, "type", "dummy")
 	run(t, "ip", "-n", netns, "link", "set", name, "up")
 }
-
-// vethPair joins two namespaces with a veth pair (a side named va, b side vb).
-func vethPair(t *testing.T, a, b string) {
-	t.Helper()
-	run(t, "ip", "link", "add", "va", "netns", a, "type", "veth", "peer", "name", "vb", "netns", b)
-	run(t, "ip", "-n", a, "link", "set", "va", "up")
-	run(t, "ip", "-n", b, "link", "set", "vb", "up")
-}
