@@ -12,6 +12,13 @@
 #include "nl_gen.h"
 #include "selftest.h"
 
+/* Debug builds (make DEBUG=1) run the self-tests at load and say so. */
+#ifdef IWARP_SELFTEST
+#define IWARP_SELFTEST_BUILD true
+#else
+#define IWARP_SELFTEST_BUILD false
+#endif
+
 static int __init iwarp_init(void)
 {
 	int err;
@@ -21,7 +28,7 @@ static int __init iwarp_init(void)
 		pr_err("protocol self-test failed, not loading\n");
 		return err;
 	}
-	if (IS_ENABLED(IWARP_SELFTEST_BUILD))
+	if (IWARP_SELFTEST_BUILD)
 		pr_info("protocol self-test passed\n");
 	err = iwarp_link_init();
 	if (err)

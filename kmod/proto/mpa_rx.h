@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * MPA FPDU receiver: a resumable state machine over one direction of a TCP
+ * stream in FPDU mode (MPA-10, MPA-12, MPA-20..MPA-23, MPA-28, MPA-29).
+ *
+ * Input arrives in chunks of any size. Each call to iwp_mpa_rx_next()
+ * consumes some input and reports one event:
+ *
+ *	IWP_RX_NEED	all input consumed, nothing to report
+ *	IWP_RX_HDR	a ULPDU starts: its length and its first hdr_len octets
+ *			(the DDP/RDMAP header in IWP_RX_DDP mode), contiguous
+ *	IWP_RX_DATA	the next piece of ULPDU payload, pointing into the input
+ *			(place it; it is not buffered)
+ *	IWP_RX_END	the ULPDU is complete and its CRC (if on) is good
+ *	IWP_RX_ERROR	the stream is broken; ev->term is the Terminate to send
+ *
+ * Markers are removed and checked; pad and CRC are consumed. Nothing that
+ * precedes IWP_RX_END is validated by the CRC yet: place payload if you must,
+ * but act on a ULPDU (complete a message, answer a Read) only at IWP_RX_END.
+ * A CRC or marker error ends the stream: every later call returns
+ * IWP_RX_ERROR again and consumes nothing (MPA-29).
+ *
+ * Typical loop:
+ *
+ *	do {
+ *		t = iwp_mpa_rx_next(rx, p, n, &ev);
+ *		p += ev.used; n -= ev.used;
+ *		handle(t, &ev);
+ *	} while (t != IWP_RX_NEED && t != IWP_RX_ERROR);
+ */
+#ifndef IWP_MPA_RX_H
+#define IWP_MPA_RX_H
+
+#include <linux/types.h>
+#include "wire.h"
+
+enum iwp_rx_flags {
+	IWP_RX_CRC		= 0x01,	/* verify the CRC trailer */
+	IWP_RX_MARKERS		= 0x02,	/* the peer inserts markers */
+	IWP_RX_DDP		= 0x04,	/* HDR carries the DDP/RDMAP header;
+					 * a ULPDU too short for its header
+					 * is an error
+					 */
+	IWP_RX_CALLER_CRC	= 0x08,	/* the caller folds DATA pieces into
+					 * the CRC (iwp_mpa_rx_crc()), e.g.
+					 * while copying them
+					 */
+};
+
+enum iwp_rx_event {
+	IWP_RX_NEED	= 0,
+	IWP_RX_HDR	= 1,
+	IWP_RX_DATA	= 2,
+	IWP_RX_END	= 3,
+	IWP_RX_ERROR	= 4,
+};
+
+/* Header octets buffered for IWP_RX_HDR: the largest DDP + RDMAP header. */
+#define IWP_RX_HDR_MAX	72
+
+struct iwp_rx_ev {
+	size_t used;		/* input octets consumed by this call */
+	u32 fpdu_start;		/* stream position of the FPDU */
+	u32 ulpdu_len;		/* HDR, DATA, END */
+	const u8 *hdr;		/* HDR: points into the receiver */
+	u32 hdr_len;
+	const u8 *data;		/* DATA: points into the caller's input */
+	u32 data_len;
+	u32 data_off;		/* DATA: offset within the ULPDU */
+	struct iwp_term term;	/* ERROR */
+};
+
+struct iwp_mpa_rx {
+	u32 flags;
+	u32 pos;		/* stream position of the next input octet */
+	u32 start;		/* stream position of the current FPDU */
+	u32 crc;
+	u32 li;			/* logical octet index within the FPDU */
+	u32 covered;		/* 2 + ULPDU length + pad; 0 until known */
+	u32 ulpdu_len;
+	u32 fpdus;		/* FPDUs completed */
+	u16 hdr_want;
+	u16 hdr_fill;
+	u8 in_fpdu;
+	u8 hdr_sent;
+	u8 short_ulpdu;
+	u8 failed;
+	u8 mk_fill;
+	u8 mk[IWP_MPA_MARKER_SIZE];
+	u8 len_buf[IWP_MPA_LEN_SIZE];
+	u8 trailer[IWP_MPA_CRC_SIZE];
+	struct iwp_term err;
+	u8 hdr[IWP_RX_HDR_MAX];
+};
+
+void iwp_mpa_rx_init(struct iwp_mpa_rx *rx, u32 flags, u32 pos);
+int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
+		    struct iwp_rx_ev *ev);
+
+/* IWP_RX_CALLER_CRC: fold a DATA piece into the CRC before the next call. */
+void iwp_mpa_rx_crc(struct iwp_mpa_rx *rx, const void *data, size_t len);
+
+#endif /* IWP_MPA_RX_H */
