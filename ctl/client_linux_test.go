@@ -190,4 +190,3 @@ func TestJSONKeys(t *testing.T) {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}
 }
-
