@@ -141,7 +141,8 @@ func readModule(p string) ([]byte, error) {
 // initScript is the guest's /init. It loads the 9p chain, mounts the host's
 // root read-only at /host with fresh proc, sys, dev and tmpfs over the
 // writable places, mounts the run's output directory read-write at the same
-// path as on the host, runs $OUT/run.sh chrooted into the host's root, and
+// path as on the host, mounts the repository read-only at its own path
+// (it may lie under one of those tmpfs), runs $OUT/run.sh chrooted into the host's root, and
 // leaves the exit code, the output and dmesg in $OUT.
 const initScript = `#!/bin/sh
 export PATH=/bin
@@ -162,9 +163,11 @@ for m in $(cat /modules.order); do
 done
 
 OUT=
+REPO=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	iwarpvm.out=*) OUT="${arg#iwarpvm.out=}" ;;
+	iwarpvm.repo=*) REPO="${arg#iwarpvm.repo=}" ;;
 	esac
 done
 [ -n "$OUT" ] || die "no iwarpvm.out= on the kernel command line"
@@ -192,6 +195,12 @@ mount -t bpf bpf /host/sys/fs/bpf 2>/dev/null
 
 mkdir -p "/host$OUT" 2>/dev/null
 mount -t 9p -o "$opts" out "/host$OUT" || die "mounting the output directory over 9p failed"
+# The repository again at its own path: a checkout under /tmp (or another
+# place covered by tmpfs above) is then still visible.
+if [ -n "$REPO" ]; then
+	mkdir -p "/host$REPO" 2>/dev/null
+	mount -t 9p -o "$opts,ro" repo "/host$REPO" || die "mounting the repository over 9p failed"
+fi
 echo /sbin/modprobe > /proc/sys/kernel/modprobe
 ip link set lo up
 hostname iwarp-vm

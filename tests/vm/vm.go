@@ -144,12 +144,12 @@ func runScript(env map[string]string, repo, dir, script string) (string, error) 
 }
 
 // qemuArgs returns QEMU's command line.
-func qemuArgs(cfg *Config, kernel, initrd, dir, accel string) []string {
+func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel string) []string {
 	cpu := []string{"-accel", "tcg,thread=multi", "-cpu", "max"}
 	if accel == "kvm" {
 		cpu = []string{"-accel", "kvm", "-cpu", "host"}
 	}
-	appendLine := "console=ttyS0 tsc=reliable panic=-1 quiet iwarpvm.out=" + dir
+	appendLine := "console=ttyS0 tsc=reliable panic=-1 quiet iwarpvm.out=" + dir + " iwarpvm.repo=" + repo
 	if cfg.Append != "" {
 		appendLine += " " + cfg.Append
 	}
@@ -164,6 +164,7 @@ func qemuArgs(cfg *Config, kernel, initrd, dir, accel string) []string {
 		"-append", appendLine,
 		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
 		"-virtfs", "local,path="+dir+",mount_tag=out,security_model=none",
+		"-virtfs", "local,path="+repo+",mount_tag=repo,security_model=none,readonly=on,multidevs=remap",
 	)
 	return append(args, cfg.QEMUArgs...)
 }
@@ -213,8 +214,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	if !filepath.IsAbs(dir) || strings.ContainsAny(dir, " \t\n,") {
-		return nil, fmt.Errorf("vm: shared directory %q must be absolute, without white space or commas", dir)
+	for _, d := range []string{dir, repo} {
+		if !filepath.IsAbs(d) || strings.ContainsAny(d, " \t\n,") {
+			return nil, fmt.Errorf("vm: shared directory %q must be absolute, without white space or commas", d)
+		}
 	}
 	res := &Result{ExitCode: -1, Dir: dir}
 	for _, f := range []string{fileOutput, fileRC, fileDmesg, fileKmsg, fileSerial} {
@@ -251,7 +254,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	var qlog bytes.Buffer
-	cmd := exec.CommandContext(ctx, qemuBinary(), qemuArgs(&cfg, kernel, initrd, dir, accel)...)
+	cmd := exec.CommandContext(ctx, qemuBinary(), qemuArgs(&cfg, kernel, initrd, dir, repo, accel)...)
 	cmd.Stdout = &qlog
 	cmd.Stderr = &qlog
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
