@@ -7,16 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
+	"github.com/iwarp/iwarp/internal/genl"
 	"github.com/iwarp/iwarp/netlinkproto"
 )
 
 // ErrNotLoaded is wrapped by New's error when the iwarp family is not
 // registered (the module is not loaded). It matches os.ErrNotExist.
-var ErrNotLoaded = fmt.Errorf("iwarp kernel module not loaded: %w", os.ErrNotExist)
+var ErrNotLoaded = genl.ErrNotLoaded
 
 // Client talks to the iwarp module in one network namespace.
 type Client struct {
@@ -233,23 +233,10 @@ type Event struct {
 }
 
 // Error is a rejection by the kernel: the operation, the extended-ack
-// message (empty if the kernel gave none) and the errno.
-type Error struct {
-	Op      string // e.g. "link add"
-	Message string // the kernel's extack message
-	Err     error  // the errno (a syscall.Errno)
-}
-
-func (e *Error) Error() string {
-	if e.Message != "" {
-		return fmt.Sprintf("%s: %s (%v)", e.Op, e.Message, e.Err)
-	}
-	return fmt.Sprintf("%s: %v", e.Op, e.Err)
-}
-
-// Unwrap returns the errno, so errors.Is(err, os.ErrNotExist) and
+// message (empty if the kernel gave none) and the errno (a syscall.Errno).
+// It unwraps to the errno, so errors.Is(err, os.ErrNotExist) and
 // errors.Is(err, syscall.EEXIST) work.
-func (e *Error) Unwrap() error { return e.Err }
+type Error = genl.Error
 
 // IsKernel reports whether err is a rejection by the kernel.
 func IsKernel(err error) bool {

@@ -6,22 +6,20 @@ package ctl
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/iwarp/iwarp/internal/genl"
 	"github.com/iwarp/iwarp/netlinkproto"
 )
 
 type linuxClient struct {
-	conn   *genetlink.Conn
-	family genetlink.Family
-	netns  int // our own copy of the namespace fd (0: the caller's), for Monitor
+	conn  *genl.Conn
+	netns int // our own copy of the namespace fd (0: the caller's), for Monitor
 }
 
 func newOSClient(o options) (osClient, error) {
@@ -33,19 +31,12 @@ func newOSClient(o options) (osClient, error) {
 		}
 		netns = fd
 	}
-	conn, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: netns})
+	conn, err := genl.Open(netns)
 	if err != nil {
-		closeNetNS(netns)
-		return nil, fmt.Errorf("iwarp: dial generic netlink: %w", err)
-	}
-	c, err := initClient(conn)
-	if err != nil {
-		conn.Close()
 		closeNetNS(netns)
 		return nil, err
 	}
-	c.netns = netns
-	return c, nil
+	return &linuxClient{conn: conn, netns: netns}, nil
 }
 
 func closeNetNS(fd int) {
@@ -57,18 +48,11 @@ func closeNetNS(fd int) {
 // initClient binds an open connection to the iwarp family; tests hand it a
 // connection to a fake kernel.
 func initClient(conn *genetlink.Conn) (*linuxClient, error) {
-	f, err := conn.GetFamily(netlinkproto.FamilyName)
+	c, err := genl.Bind(conn)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, ErrNotLoaded
-		}
-		return nil, fmt.Errorf("iwarp: resolve family: %w", err)
+		return nil, err
 	}
-	if f.Version != netlinkproto.FamilyVersion {
-		return nil, fmt.Errorf("iwarp: kernel family version %d, this client speaks %d",
-			f.Version, netlinkproto.FamilyVersion)
-	}
-	return &linuxClient{conn: conn, family: f}, nil
+	return &linuxClient{conn: c}, nil
 }
 
 func (c *linuxClient) Close() error {
@@ -79,23 +63,10 @@ func (c *linuxClient) Close() error {
 
 // execute sends one request and maps kernel rejections to *Error.
 func (c *linuxClient) execute(op string, cmd uint8, flags netlink.HeaderFlags, attrs []byte) ([]genetlink.Message, error) {
-	msgs, err := c.conn.Execute(genetlink.Message{
-		Header: genetlink.Header{Command: cmd, Version: netlinkproto.FamilyVersion},
-		Data:   attrs,
-	}, c.family.ID, netlink.Request|flags)
-	if err != nil {
-		return nil, mapError(op, err)
-	}
-	return msgs, nil
+	return c.conn.Execute(op, cmd, flags, attrs)
 }
 
-func mapError(op string, err error) error {
-	var oe *netlink.OpError
-	if errors.As(err, &oe) {
-		return &Error{Op: op, Message: oe.Message, Err: oe.Err}
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
+func mapError(op string, err error) error { return genl.MapError(op, err) }
 
 func (c *linuxClient) LinkAdd(name string, cfg LinkConfig) (*Link, error) {
 	b, err := encodeLinkNew(name, cfg)
@@ -160,17 +131,12 @@ func firstLink(op string, msgs []genetlink.Message) (*Link, error) {
 }
 
 func (c *linuxClient) Monitor(ctx context.Context, fn func(Event) error) error {
-	var id uint32
-	for _, g := range c.family.Groups {
-		if g.Name == netlinkproto.GroupEvents {
-			id = g.ID
-		}
-	}
+	id := c.conn.GroupID(netlinkproto.GroupEvents)
 	if id == 0 {
 		return fmt.Errorf("monitor: kernel family has no %q group", netlinkproto.GroupEvents)
 	}
 	// A connection of its own, so requests on c.conn do not mix with events.
-	conn, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: c.netns})
+	conn, err := genl.Dial(c.netns)
 	if err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}

@@ -8,7 +8,9 @@
 #include <linux/module.h>
 #include <net/genetlink.h>
 
+#include "cq.h"
 #include "link.h"
+#include "mr.h"
 #include "nl_gen.h"
 #include "selftest.h"
 
@@ -18,6 +20,7 @@
 #else
 #define IWARP_SELFTEST_BUILD false
 #endif
+#include "verbs.h"
 
 static int __init iwarp_init(void)
 {
@@ -30,16 +33,28 @@ static int __init iwarp_init(void)
 	}
 	if (IWARP_SELFTEST_BUILD)
 		pr_info("protocol self-test passed\n");
+	err = iwarp_mr_selftest() ?: iwarp_cq_selftest();
+	if (err) {
+		pr_err("verbs self-test failed, not loading\n");
+		return err;
+	}
+	if (IWARP_SELFTEST_BUILD)
+		pr_info("verbs self-test passed\n");
 	err = iwarp_link_init();
 	if (err)
 		return err;
-	err = genl_register_family(&iwarp_nl_family);
+	err = iwarp_verbs_init();
 	if (err)
 		goto err_link;
+	err = genl_register_family(&iwarp_nl_family);
+	if (err)
+		goto err_verbs;
 	pr_info("loaded (genetlink family %s version %d)\n", IWARP_GENL_NAME,
 		IWARP_GENL_VERSION);
 	return 0;
 
+err_verbs:
+	iwarp_verbs_exit();
 err_link:
 	iwarp_link_exit();
 	return err;
@@ -49,6 +64,7 @@ static void __exit iwarp_exit(void)
 {
 	iwarp_link_shutdown();
 	genl_unregister_family(&iwarp_nl_family);
+	iwarp_verbs_exit();
 	iwarp_link_exit();
 	pr_info("unloaded\n");
 }

@@ -106,6 +106,122 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -ERANGE;
 		}
 		return 0;
+	case IWARP_A_CTX_FD:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CTX_FD: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_PD_ID:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_PD_ID: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_MR_ADDR:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_MR_ADDR: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_MR_LENGTH:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_MR_LENGTH: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_MR_ACCESS:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_MR_ACCESS: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		if (nla_get_u32(nla) & ~__IWARP_MR_ACCESS_F_ALL) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_MR_ACCESS: unknown flag bits");
+			return -EOPNOTSUPP;
+		}
+		return 0;
+	case IWARP_A_MR_STAG:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_MR_STAG: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CQ_ID:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CQ_ID: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CQ_ENTRIES:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CQ_ENTRIES: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_QP_ID:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_QP_ID: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_QP_SEND_CQ:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_QP_SEND_CQ: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_QP_RECV_CQ:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_QP_RECV_CQ: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_QP_SQ_ENTRIES:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_QP_SQ_ENTRIES: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_QP_RQ_ENTRIES:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_QP_RQ_ENTRIES: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_QP_STATE:
+		if (nla_len(nla) != 1) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_QP_STATE: must be a u8 (1 bytes)");
+			return -EINVAL;
+		}
+		if (nla_get_u8(nla) > IWARP_QP_STATE_MAX) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_QP_STATE: unknown value");
+			return -ERANGE;
+		}
+		return 0;
+	case IWARP_A_MMAP_OFFSET:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_MMAP_OFFSET: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_MMAP_SIZE:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_MMAP_SIZE: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_RQ_MMAP_OFFSET:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_RQ_MMAP_OFFSET: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_RQ_MMAP_SIZE:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_RQ_MMAP_SIZE: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 0;
 }
@@ -123,6 +239,52 @@ static const struct nla_policy iwarp_link_del_policy[IWARP_A_MAX + 1] = {
 
 static const struct nla_policy iwarp_link_get_policy[IWARP_A_MAX + 1] = {
 	[IWARP_A_LINK_NAME] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_pd_alloc_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_pd_free_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_PD_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_mr_reg_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_PD_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_MR_ADDR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_MR_LENGTH] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_MR_ACCESS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_mr_dereg_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_MR_STAG] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_cq_create_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CQ_ENTRIES] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_cq_destroy_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CQ_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_qp_create_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_PD_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_QP_SEND_CQ] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_QP_RECV_CQ] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_QP_SQ_ENTRIES] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_QP_RQ_ENTRIES] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_qp_destroy_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_QP_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 };
 
 static int iwarp_nl_pre_doit(const struct genl_ops *ops, struct sk_buff *skb,
@@ -144,6 +306,106 @@ static int iwarp_nl_pre_doit(const struct genl_ops *ops, struct sk_buff *skb,
 	case IWARP_CMD_LINK_GET:
 		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_LINK_NAME)) {
 			NL_SET_ERR_MSG(info->extack, "IWARP_A_LINK_NAME: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_PD_ALLOC:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_PD_FREE:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_PD_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_PD_ID: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_MR_REG:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_PD_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_PD_ID: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_MR_ADDR)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_MR_ADDR: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_MR_LENGTH)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_MR_LENGTH: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_MR_DEREG:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_MR_STAG)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_MR_STAG: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_CQ_CREATE:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CQ_ENTRIES)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CQ_ENTRIES: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_CQ_DESTROY:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CQ_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CQ_ID: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_QP_CREATE:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_PD_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_PD_ID: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_QP_SEND_CQ)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_QP_SEND_CQ: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_QP_RECV_CQ)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_QP_RECV_CQ: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_QP_SQ_ENTRIES)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_QP_SQ_ENTRIES: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_QP_RQ_ENTRIES)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_QP_RQ_ENTRIES: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_QP_DESTROY:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_QP_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_QP_ID: required");
 			return -EINVAL;
 		}
 		break;
@@ -171,6 +433,54 @@ static const struct genl_ops iwarp_nl_ops[] = {
 		.doit = iwarp_nl_link_get_doit,
 		.dumpit = iwarp_nl_link_get_dumpit,
 		.policy = iwarp_link_get_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_PD_ALLOC,
+		.doit = iwarp_nl_pd_alloc_doit,
+		.policy = iwarp_pd_alloc_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_PD_FREE,
+		.doit = iwarp_nl_pd_free_doit,
+		.policy = iwarp_pd_free_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_MR_REG,
+		.doit = iwarp_nl_mr_reg_doit,
+		.policy = iwarp_mr_reg_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_MR_DEREG,
+		.doit = iwarp_nl_mr_dereg_doit,
+		.policy = iwarp_mr_dereg_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_CQ_CREATE,
+		.doit = iwarp_nl_cq_create_doit,
+		.policy = iwarp_cq_create_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_CQ_DESTROY,
+		.doit = iwarp_nl_cq_destroy_doit,
+		.policy = iwarp_cq_destroy_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_QP_CREATE,
+		.doit = iwarp_nl_qp_create_doit,
+		.policy = iwarp_qp_create_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_QP_DESTROY,
+		.doit = iwarp_nl_qp_destroy_doit,
+		.policy = iwarp_qp_destroy_policy,
 		.maxattr = IWARP_A_MAX,
 	},
 };

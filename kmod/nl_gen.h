@@ -20,5 +20,13 @@ int iwarp_nl_link_new_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_link_del_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_link_get_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_link_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
+int iwarp_nl_pd_alloc_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_pd_free_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_mr_reg_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_mr_dereg_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_cq_create_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_cq_destroy_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_qp_create_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_qp_destroy_doit(struct sk_buff *skb, struct genl_info *info);
 
 #endif /* _IWARP_NL_GEN_H */

@@ -18,24 +18,50 @@ const (
 
 // Commands (enum iwarp_cmd).
 const (
-	CmdUnspec  uint8 = 0
-	CmdLinkNew uint8 = 1 // IWARP_CMD_LINK_NEW
-	CmdLinkDel uint8 = 2 // IWARP_CMD_LINK_DEL
-	CmdLinkGet uint8 = 3 // IWARP_CMD_LINK_GET
-	CmdMax     uint8 = 3
+	CmdUnspec    uint8 = 0
+	CmdLinkNew   uint8 = 1  // IWARP_CMD_LINK_NEW
+	CmdLinkDel   uint8 = 2  // IWARP_CMD_LINK_DEL
+	CmdLinkGet   uint8 = 3  // IWARP_CMD_LINK_GET
+	CmdPDAlloc   uint8 = 4  // IWARP_CMD_PD_ALLOC
+	CmdPDFree    uint8 = 5  // IWARP_CMD_PD_FREE
+	CmdMRReg     uint8 = 6  // IWARP_CMD_MR_REG
+	CmdMRDereg   uint8 = 7  // IWARP_CMD_MR_DEREG
+	CmdCQCreate  uint8 = 8  // IWARP_CMD_CQ_CREATE
+	CmdCQDestroy uint8 = 9  // IWARP_CMD_CQ_DESTROY
+	CmdQPCreate  uint8 = 10 // IWARP_CMD_QP_CREATE
+	CmdQPDestroy uint8 = 11 // IWARP_CMD_QP_DESTROY
+	CmdMax       uint8 = 11
 )
 
 // Attributes (enum iwarp_attr).
 const (
-	AttrUnspec      uint16 = 0
-	AttrLinkIndex   uint16 = 1 // IWARP_A_LINK_INDEX
-	AttrLinkName    uint16 = 2 // IWARP_A_LINK_NAME
-	AttrLinkIfindex uint16 = 3 // IWARP_A_LINK_IFINDEX
-	AttrLinkNetdev  uint16 = 4 // IWARP_A_LINK_NETDEV
-	AttrLinkState   uint16 = 5 // IWARP_A_LINK_STATE
-	AttrLinkFlags   uint16 = 6 // IWARP_A_LINK_FLAGS
-	AttrEventReason uint16 = 7 // IWARP_A_EVENT_REASON
-	AttrMax         uint16 = 7
+	AttrUnspec       uint16 = 0
+	AttrLinkIndex    uint16 = 1  // IWARP_A_LINK_INDEX
+	AttrLinkName     uint16 = 2  // IWARP_A_LINK_NAME
+	AttrLinkIfindex  uint16 = 3  // IWARP_A_LINK_IFINDEX
+	AttrLinkNetdev   uint16 = 4  // IWARP_A_LINK_NETDEV
+	AttrLinkState    uint16 = 5  // IWARP_A_LINK_STATE
+	AttrLinkFlags    uint16 = 6  // IWARP_A_LINK_FLAGS
+	AttrEventReason  uint16 = 7  // IWARP_A_EVENT_REASON
+	AttrCtxFD        uint16 = 8  // IWARP_A_CTX_FD
+	AttrPDID         uint16 = 9  // IWARP_A_PD_ID
+	AttrMRAddr       uint16 = 10 // IWARP_A_MR_ADDR
+	AttrMRLength     uint16 = 11 // IWARP_A_MR_LENGTH
+	AttrMRAccess     uint16 = 12 // IWARP_A_MR_ACCESS
+	AttrMRSTag       uint16 = 13 // IWARP_A_MR_STAG
+	AttrCQID         uint16 = 14 // IWARP_A_CQ_ID
+	AttrCQEntries    uint16 = 15 // IWARP_A_CQ_ENTRIES
+	AttrQPID         uint16 = 16 // IWARP_A_QP_ID
+	AttrQPSendCQ     uint16 = 17 // IWARP_A_QP_SEND_CQ
+	AttrQPRecvCQ     uint16 = 18 // IWARP_A_QP_RECV_CQ
+	AttrQPSQEntries  uint16 = 19 // IWARP_A_QP_SQ_ENTRIES
+	AttrQPRQEntries  uint16 = 20 // IWARP_A_QP_RQ_ENTRIES
+	AttrQPState      uint16 = 21 // IWARP_A_QP_STATE
+	AttrMmapOffset   uint16 = 22 // IWARP_A_MMAP_OFFSET
+	AttrMmapSize     uint16 = 23 // IWARP_A_MMAP_SIZE
+	AttrRQMmapOffset uint16 = 24 // IWARP_A_RQ_MMAP_OFFSET
+	AttrRQMmapSize   uint16 = 25 // IWARP_A_RQ_MMAP_SIZE
+	AttrMax          uint16 = 25
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -65,15 +91,52 @@ const (
 	LinkFAll     uint32 = 1<<3 - 1
 )
 
+// MRAccessFlags: Access rights of a memory region. Local read is always allowed. (enum iwarp_mr_access_flags).
+const (
+	MRAccessFLocalWrite   uint32 = 1 << 0 // IWARP_MR_ACCESS_F_LOCAL_WRITE
+	MRAccessFRemoteRead   uint32 = 1 << 1 // IWARP_MR_ACCESS_F_REMOTE_READ
+	MRAccessFRemoteWrite  uint32 = 1 << 2 // IWARP_MR_ACCESS_F_REMOTE_WRITE
+	MRAccessFRemoteAtomic uint32 = 1 << 3 // IWARP_MR_ACCESS_F_REMOTE_ATOMIC
+	MRAccessFAll          uint32 = 1<<4 - 1
+)
+
+// QPState: State of a queue pair. (enum iwarp_qp_state).
+const (
+	QPStateIdle      uint32 = 0 // IWARP_QP_STATE_IDLE
+	QPStateRTS       uint32 = 1 // IWARP_QP_STATE_RTS
+	QPStateClosing   uint32 = 2 // IWARP_QP_STATE_CLOSING
+	QPStateTerminate uint32 = 3 // IWARP_QP_STATE_TERMINATE
+	QPStateError     uint32 = 4 // IWARP_QP_STATE_ERROR
+	QPStateMax       uint32 = 4
+)
+
 // AttrNames maps attribute types to their C names, for messages.
 var AttrNames = map[uint16]string{
-	1: "IWARP_A_LINK_INDEX",
-	2: "IWARP_A_LINK_NAME",
-	3: "IWARP_A_LINK_IFINDEX",
-	4: "IWARP_A_LINK_NETDEV",
-	5: "IWARP_A_LINK_STATE",
-	6: "IWARP_A_LINK_FLAGS",
-	7: "IWARP_A_EVENT_REASON",
+	1:  "IWARP_A_LINK_INDEX",
+	2:  "IWARP_A_LINK_NAME",
+	3:  "IWARP_A_LINK_IFINDEX",
+	4:  "IWARP_A_LINK_NETDEV",
+	5:  "IWARP_A_LINK_STATE",
+	6:  "IWARP_A_LINK_FLAGS",
+	7:  "IWARP_A_EVENT_REASON",
+	8:  "IWARP_A_CTX_FD",
+	9:  "IWARP_A_PD_ID",
+	10: "IWARP_A_MR_ADDR",
+	11: "IWARP_A_MR_LENGTH",
+	12: "IWARP_A_MR_ACCESS",
+	13: "IWARP_A_MR_STAG",
+	14: "IWARP_A_CQ_ID",
+	15: "IWARP_A_CQ_ENTRIES",
+	16: "IWARP_A_QP_ID",
+	17: "IWARP_A_QP_SEND_CQ",
+	18: "IWARP_A_QP_RECV_CQ",
+	19: "IWARP_A_QP_SQ_ENTRIES",
+	20: "IWARP_A_QP_RQ_ENTRIES",
+	21: "IWARP_A_QP_STATE",
+	22: "IWARP_A_MMAP_OFFSET",
+	23: "IWARP_A_MMAP_SIZE",
+	24: "IWARP_A_RQ_MMAP_OFFSET",
+	25: "IWARP_A_RQ_MMAP_SIZE",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -81,6 +144,14 @@ var CNames = map[string]uint64{
 	"IWARP_CMD_LINK_NEW":                   1,
 	"IWARP_CMD_LINK_DEL":                   2,
 	"IWARP_CMD_LINK_GET":                   3,
+	"IWARP_CMD_PD_ALLOC":                   4,
+	"IWARP_CMD_PD_FREE":                    5,
+	"IWARP_CMD_MR_REG":                     6,
+	"IWARP_CMD_MR_DEREG":                   7,
+	"IWARP_CMD_CQ_CREATE":                  8,
+	"IWARP_CMD_CQ_DESTROY":                 9,
+	"IWARP_CMD_QP_CREATE":                  10,
+	"IWARP_CMD_QP_DESTROY":                 11,
 	"IWARP_A_LINK_INDEX":                   1,
 	"IWARP_A_LINK_NAME":                    2,
 	"IWARP_A_LINK_IFINDEX":                 3,
@@ -88,6 +159,24 @@ var CNames = map[string]uint64{
 	"IWARP_A_LINK_STATE":                   5,
 	"IWARP_A_LINK_FLAGS":                   6,
 	"IWARP_A_EVENT_REASON":                 7,
+	"IWARP_A_CTX_FD":                       8,
+	"IWARP_A_PD_ID":                        9,
+	"IWARP_A_MR_ADDR":                      10,
+	"IWARP_A_MR_LENGTH":                    11,
+	"IWARP_A_MR_ACCESS":                    12,
+	"IWARP_A_MR_STAG":                      13,
+	"IWARP_A_CQ_ID":                        14,
+	"IWARP_A_CQ_ENTRIES":                   15,
+	"IWARP_A_QP_ID":                        16,
+	"IWARP_A_QP_SEND_CQ":                   17,
+	"IWARP_A_QP_RECV_CQ":                   18,
+	"IWARP_A_QP_SQ_ENTRIES":                19,
+	"IWARP_A_QP_RQ_ENTRIES":                20,
+	"IWARP_A_QP_STATE":                     21,
+	"IWARP_A_MMAP_OFFSET":                  22,
+	"IWARP_A_MMAP_SIZE":                    23,
+	"IWARP_A_RQ_MMAP_OFFSET":               24,
+	"IWARP_A_RQ_MMAP_SIZE":                 25,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,
@@ -100,4 +189,13 @@ var CNames = map[string]uint64{
 	"IWARP_LINK_F_CRC":                     1,
 	"IWARP_LINK_F_MARKERS":                 2,
 	"IWARP_LINK_F_P2P":                     4,
+	"IWARP_MR_ACCESS_F_LOCAL_WRITE":        1,
+	"IWARP_MR_ACCESS_F_REMOTE_READ":        2,
+	"IWARP_MR_ACCESS_F_REMOTE_WRITE":       4,
+	"IWARP_MR_ACCESS_F_REMOTE_ATOMIC":      8,
+	"IWARP_QP_STATE_IDLE":                  0,
+	"IWARP_QP_STATE_RTS":                   1,
+	"IWARP_QP_STATE_CLOSING":               2,
+	"IWARP_QP_STATE_TERMINATE":             3,
+	"IWARP_QP_STATE_ERROR":                 4,
 }

@@ -94,6 +94,48 @@ enum iwarp_link_flags {
 };
 
 /**
+ * enum iwarp_mr_access_flags - Access rights of a memory region. Local read is
+ *   always allowed.
+ * @IWARP_MR_ACCESS_F_LOCAL_WRITE: The local side may write the region (receive
+ *   buffers, Read sinks).
+ * @IWARP_MR_ACCESS_F_REMOTE_READ: Peers may read the region (RDMA Read
+ *   source).
+ * @IWARP_MR_ACCESS_F_REMOTE_WRITE: Peers may write the region (RDMA Write and
+ *   Read Response sink).
+ * @IWARP_MR_ACCESS_F_REMOTE_ATOMIC: Peers may run RFC 7306 atomics on the
+ *   region.
+ */
+enum iwarp_mr_access_flags {
+	IWARP_MR_ACCESS_F_LOCAL_WRITE = 1U << 0,
+	IWARP_MR_ACCESS_F_REMOTE_READ = 1U << 1,
+	IWARP_MR_ACCESS_F_REMOTE_WRITE = 1U << 2,
+	IWARP_MR_ACCESS_F_REMOTE_ATOMIC = 1U << 3,
+
+	__IWARP_MR_ACCESS_F_ALL = (1U << 4) - 1,
+};
+
+/**
+ * enum iwarp_qp_state - State of a queue pair.
+ * @IWARP_QP_STATE_IDLE: Created, not connected; receives may be posted.
+ * @IWARP_QP_STATE_RTS: Connected; work requests run.
+ * @IWARP_QP_STATE_CLOSING: A graceful disconnect is in progress.
+ * @IWARP_QP_STATE_TERMINATE: A Terminate was sent or received; the connection
+ *   is closing.
+ * @IWARP_QP_STATE_ERROR: Failed or closed; outstanding work was flushed.
+ */
+enum iwarp_qp_state {
+	IWARP_QP_STATE_IDLE = 0,
+	IWARP_QP_STATE_RTS = 1,
+	IWARP_QP_STATE_CLOSING = 2,
+	IWARP_QP_STATE_TERMINATE = 3,
+	IWARP_QP_STATE_ERROR = 4,
+
+	__IWARP_QP_STATE_MAX,
+};
+
+#define IWARP_QP_STATE_MAX (__IWARP_QP_STATE_MAX - 1)
+
+/**
  * enum iwarp_attr - attributes of every command (one flat space)
  * @IWARP_A_UNSPEC: unused
  * @IWARP_A_LINK_INDEX: u32. Identifier of a link, assigned by the kernel,
@@ -110,6 +152,35 @@ enum iwarp_link_flags {
  *   (IWARP_LINK_F_*). Unknown bits are rejected with EOPNOTSUPP.
  * @IWARP_A_EVENT_REASON: u32 (enum iwarp_event_reason). In notifications, why
  *   it was sent (enum iwarp_event_reason). Read only.
+ * @IWARP_A_CTX_FD: u32. File descriptor of the caller's /dev/iwarp verbs
+ *   context (uapi/iwarp_abi.h). Resources created through it belong to it and
+ *   die with it.
+ * @IWARP_A_PD_ID: u32. Protection domain, unique within its context.
+ * @IWARP_A_MR_ADDR: u64. Start address of a memory region in the caller's
+ *   address space; its tagged offsets are virtual addresses.
+ * @IWARP_A_MR_LENGTH: u64. Length of a memory region in octets, at least 1.
+ * @IWARP_A_MR_ACCESS: u32 (enum iwarp_mr_access_flags). Access rights
+ *   (IWARP_MR_ACCESS_F_*).
+ * @IWARP_A_MR_STAG: u32. STag of a memory region (index << 8 | key), its local
+ *   and remote key.
+ * @IWARP_A_CQ_ID: u32. Completion queue, unique within its context.
+ * @IWARP_A_CQ_ENTRIES: u32. Requested CQ size; the reply carries the size
+ *   granted (a power of two, at least the request).
+ * @IWARP_A_QP_ID: u32. Queue pair, unique within the module.
+ * @IWARP_A_QP_SEND_CQ: u32. CQ id for send-queue completions.
+ * @IWARP_A_QP_RECV_CQ: u32. CQ id for receive-queue completions.
+ * @IWARP_A_QP_SQ_ENTRIES: u32. Requested SQ size; the reply carries the size
+ *   granted (a power of two).
+ * @IWARP_A_QP_RQ_ENTRIES: u32. Requested RQ size; the reply carries the size
+ *   granted (a power of two).
+ * @IWARP_A_QP_STATE: u8 (enum iwarp_qp_state). QP state (enum iwarp_qp_state).
+ *   Read only.
+ * @IWARP_A_MMAP_OFFSET: u64. Offset to pass to mmap() on the context fd to map
+ *   a CQ ring (or the SQ ring of a QP). Read only.
+ * @IWARP_A_MMAP_SIZE: u64. Length of that mapping. Read only.
+ * @IWARP_A_RQ_MMAP_OFFSET: u64. Offset to pass to mmap() on the context fd to
+ *   map the RQ ring of a QP. Read only.
+ * @IWARP_A_RQ_MMAP_SIZE: u64. Length of that mapping. Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -120,6 +191,24 @@ enum iwarp_attr {
 	IWARP_A_LINK_STATE = 5,
 	IWARP_A_LINK_FLAGS = 6,
 	IWARP_A_EVENT_REASON = 7,
+	IWARP_A_CTX_FD = 8,
+	IWARP_A_PD_ID = 9,
+	IWARP_A_MR_ADDR = 10,
+	IWARP_A_MR_LENGTH = 11,
+	IWARP_A_MR_ACCESS = 12,
+	IWARP_A_MR_STAG = 13,
+	IWARP_A_CQ_ID = 14,
+	IWARP_A_CQ_ENTRIES = 15,
+	IWARP_A_QP_ID = 16,
+	IWARP_A_QP_SEND_CQ = 17,
+	IWARP_A_QP_RECV_CQ = 18,
+	IWARP_A_QP_SQ_ENTRIES = 19,
+	IWARP_A_QP_RQ_ENTRIES = 20,
+	IWARP_A_QP_STATE = 21,
+	IWARP_A_MMAP_OFFSET = 22,
+	IWARP_A_MMAP_SIZE = 23,
+	IWARP_A_RQ_MMAP_OFFSET = 24,
+	IWARP_A_RQ_MMAP_SIZE = 25,
 
 	__IWARP_A_MAX,
 };
@@ -169,6 +258,109 @@ enum iwarp_attr {
  *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS
  * Error ENOENT - no such link in the caller's namespace
  */
+/*
+ * IWARP_CMD_PD_ALLOC
+ *   Allocate a protection domain in the context IWARP_A_CTX_FD. Replies with IWARP_A_PD_ID.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ * Reply: IWARP_A_PD_ID
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ */
+/*
+ * IWARP_CMD_PD_FREE
+ *   Free a protection domain; fails while a QP or MR uses it.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_PD_ID (u32)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such PD in the context
+ * Error EBUSY - an MR or QP still uses the PD
+ */
+/*
+ * IWARP_CMD_MR_REG
+ *   Register IWARP_A_MR_LENGTH octets at IWARP_A_MR_ADDR of the caller's
+ *   memory in protection domain IWARP_A_PD_ID with IWARP_A_MR_ACCESS. The
+ *   pages are pinned and charged to RLIMIT_MEMLOCK. Replies with
+ *   IWARP_A_MR_STAG.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_PD_ID (u32)
+ *   Request, required: IWARP_A_MR_ADDR (u64)
+ *   Request, required: IWARP_A_MR_LENGTH (u64)
+ *   Request, optional: IWARP_A_MR_ACCESS (u32)
+ * Reply: IWARP_A_MR_STAG, IWARP_A_PD_ID, IWARP_A_MR_ADDR, IWARP_A_MR_LENGTH,
+ *   IWARP_A_MR_ACCESS
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such PD
+ * Error EINVAL - zero length, above 256 GiB, or the range wraps
+ * Error EFAULT - the range is not mapped in the caller
+ * Error ENOMEM - the pages exceed RLIMIT_MEMLOCK
+ * Error EOPNOTSUPP - IWARP_A_MR_ACCESS has unknown bits
+ */
+/*
+ * IWARP_CMD_MR_DEREG
+ *   Deregister the memory region IWARP_A_MR_STAG and unpin its pages.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_MR_STAG (u32)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such MR in the context
+ */
+/*
+ * IWARP_CMD_CQ_CREATE
+ *   Create a completion queue of at least IWARP_A_CQ_ENTRIES entries.
+ *   Replies with IWARP_A_CQ_ID, the granted IWARP_A_CQ_ENTRIES and the
+ *   ring's IWARP_A_MMAP_OFFSET and IWARP_A_MMAP_SIZE.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_CQ_ENTRIES (u32)
+ * Reply: IWARP_A_CQ_ID, IWARP_A_CQ_ENTRIES, IWARP_A_MMAP_OFFSET,
+ *   IWARP_A_MMAP_SIZE
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error EINVAL - IWARP_A_CQ_ENTRIES is 0 or above 32768
+ * Error ENOMEM - the ring exceeds RLIMIT_MEMLOCK
+ */
+/*
+ * IWARP_CMD_CQ_DESTROY
+ *   Destroy a completion queue; fails while a QP uses it.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_CQ_ID (u32)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such CQ in the context
+ * Error EBUSY - a QP still uses the CQ
+ */
+/*
+ * IWARP_CMD_QP_CREATE
+ *   Create a reliable-connected queue pair in IWARP_A_PD_ID whose
+ *   completions go to IWARP_A_QP_SEND_CQ and IWARP_A_QP_RECV_CQ. Replies
+ *   with IWARP_A_QP_ID, the granted queue sizes and the SQ
+ *   (IWARP_A_MMAP_OFFSET/SIZE) and RQ (IWARP_A_RQ_MMAP_OFFSET/SIZE) rings.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_PD_ID (u32)
+ *   Request, required: IWARP_A_QP_SEND_CQ (u32)
+ *   Request, required: IWARP_A_QP_RECV_CQ (u32)
+ *   Request, required: IWARP_A_QP_SQ_ENTRIES (u32)
+ *   Request, required: IWARP_A_QP_RQ_ENTRIES (u32)
+ * Reply: IWARP_A_QP_ID, IWARP_A_PD_ID, IWARP_A_QP_SEND_CQ, IWARP_A_QP_RECV_CQ,
+ *   IWARP_A_QP_SQ_ENTRIES, IWARP_A_QP_RQ_ENTRIES, IWARP_A_QP_STATE,
+ *   IWARP_A_MMAP_OFFSET, IWARP_A_MMAP_SIZE, IWARP_A_RQ_MMAP_OFFSET,
+ *   IWARP_A_RQ_MMAP_SIZE
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such PD or CQ in the context
+ * Error EINVAL - a queue size is 0 or above 32768
+ * Error ENOMEM - the rings exceed RLIMIT_MEMLOCK
+ */
+/*
+ * IWARP_CMD_QP_DESTROY
+ *   Destroy a queue pair, aborting its connection if it has one.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_QP_ID (u32)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such QP in the context
+ */
 
 /* Notifications (multicast group "events"):
  * IWARP_CMD_LINK_NEW: A link was created, or its state or netdev name changed;
@@ -181,6 +373,14 @@ enum iwarp_cmd {
 	IWARP_CMD_LINK_NEW = 1,
 	IWARP_CMD_LINK_DEL = 2,
 	IWARP_CMD_LINK_GET = 3,
+	IWARP_CMD_PD_ALLOC = 4,
+	IWARP_CMD_PD_FREE = 5,
+	IWARP_CMD_MR_REG = 6,
+	IWARP_CMD_MR_DEREG = 7,
+	IWARP_CMD_CQ_CREATE = 8,
+	IWARP_CMD_CQ_DESTROY = 9,
+	IWARP_CMD_QP_CREATE = 10,
+	IWARP_CMD_QP_DESTROY = 11,
 
 	__IWARP_CMD_MAX,
 };

@@ -165,7 +165,10 @@ func upper(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-var initialisms = map[string]string{"crc": "CRC", "p2p": "P2P", "netns": "NetNS", "ifindex": "Ifindex"}
+var initialisms = map[string]string{
+	"crc": "CRC", "p2p": "P2P", "netns": "NetNS", "ifindex": "Ifindex", "mr": "MR", "pd": "PD",
+	"cq": "CQ", "qp": "QP", "sq": "SQ", "rq": "RQ", "fd": "FD", "rts": "RTS", "stag": "STag", "id": "ID",
+}
 
 func camel(name string) string {
 	var b strings.Builder

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Verbs contexts: one per open() of /dev/iwarp. A context owns PDs, MRs, CQs
+ * and QPs; release() of its file destroys them all. Generic netlink requests
+ * name a context by its file descriptor in the sender's file table.
+ *
+ * Locking: ctx->lock serialises creation and destruction of the context's
+ * resources and protects ctx->dead. It is never held while taking mmap_lock
+ * (pinning, RLIMIT_MEMLOCK accounting, user copies), because mmap() of the
+ * context file runs under mmap_lock. Lookups on fast paths (doorbell, mmap,
+ * the datapath) use RCU and reference counts instead.
+ */
+#ifndef _IWARP_CTX_H
+#define _IWARP_CTX_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include "iwarp_abi.h"
+
+struct netlink_ext_ack;
+
+/* Per-context id ranges (PD and CQ ids are per context). */
+#define IWARP_CTX_MAX_ID	0xffffffU
+/* Events queued and not yet read; beyond this they are dropped and counted. */
+#define IWARP_CTX_MAX_EVENTS	4096U
+
+struct iwarp_ctx {
+	struct kref ref;
+	struct mutex lock;		/* resources below, dead */
+	bool dead;			/* release() ran: no new resources */
+	struct xarray pds;		/* id -> struct iwarp_pd */
+	struct xarray mrs;		/* STag index -> struct iwarp_mr */
+	struct xarray cqs;		/* id -> struct iwarp_cq */
+	struct xarray qps;		/* id (module-wide) -> struct iwarp_qp */
+	u32 next_pd;
+	u32 next_cq;
+
+	spinlock_t ev_lock;		/* events, nevents, ev_dead, lost */
+	struct list_head events;	/* struct iwarp_ctx_event */
+	unsigned int nevents;
+	unsigned long lost;
+	bool ev_dead;
+	struct mutex read_lock;		/* one reader dequeues at a time */
+	wait_queue_head_t wait;
+};
+
+/* mmap() offsets: (type << 32 | id) pages. */
+enum iwarp_mmap_type {
+	IWARP_MMAP_CQ = 1,
+	IWARP_MMAP_SQ = 2,
+	IWARP_MMAP_RQ = 3,
+};
+
+static inline u64 iwarp_mmap_offset(enum iwarp_mmap_type type, u32 id)
+{
+	return ((u64)type << 32 | id) << PAGE_SHIFT;
+}
+
+extern const struct file_operations iwarp_ctx_fops;
+
+int iwarp_ctx_init(void);
+void iwarp_ctx_exit(void);
+
+/*
+ * A context without a file (open() uses it; so do the self-tests), and its
+ * end: marks it dead, destroys everything it owns, drops one reference.
+ */
+struct iwarp_ctx *iwarp_ctx_alloc(void);
+void iwarp_ctx_close(struct iwarp_ctx *ctx);
+
+/*
+ * Resolves @fd (IWARP_A_CTX_FD) in the current task's file table and returns
+ * its context with a reference, or ERR_PTR(-EBADF) with an extack message.
+ */
+struct iwarp_ctx *iwarp_ctx_from_fd(int fd, struct netlink_ext_ack *extack);
+
+static inline void iwarp_ctx_get(struct iwarp_ctx *ctx)
+{
+	kref_get(&ctx->ref);
+}
+
+void iwarp_ctx_put(struct iwarp_ctx *ctx);
+
+/* Takes ctx->lock; -EBADF with a message if the context is being closed. */
+int iwarp_ctx_lock(struct iwarp_ctx *ctx, struct netlink_ext_ack *extack);
+
+static inline void iwarp_ctx_unlock(struct iwarp_ctx *ctx)
+{
+	mutex_unlock(&ctx->lock);
+}
+
+/*
+ * Queues an event for read(): @ev (its len is set here) followed by
+ * ev->pdata_len octets of @pdata (at most 512). Any context but NMI.
+ * Returns -ENOSPC when the queue is full, -ESHUTDOWN once the context file
+ * is closed, -ENOMEM.
+ */
+int iwarp_ctx_queue_event(struct iwarp_ctx *ctx, const struct iwarp_event *ev,
+			  const void *pdata, gfp_t gfp);
+
+#ifdef IWARP_SELFTEST
+/* Dequeues the first event: 0, or -ENOENT if there is none. */
+int iwarp_ctx_pop_event(struct iwarp_ctx *ctx, struct iwarp_event *ev);
+#endif
+
+#endif /* _IWARP_CTX_H */

@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Memory regions: pinning, RLIMIT_MEMLOCK accounting, STags, placement.
+ *
+ * An MR is published in two places: the context's xarray (ownership, by
+ * STag index) and the module-wide index (lookup by STag from any context,
+ * under RCU). Both are filled and emptied under the context's lock; the
+ * module-wide slot is reserved first, because the STag contains its index.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/random.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+#include <net/netlink.h>
+
+#include "ctx.h"
+#include "iwarp.h"
+#include "mr.h"
+#include "pd.h"
+#include "verbs.h"
+
+#define IWARP_MR_MAX_INDEX	((1U << 24) - 1)
+/* Pages pinned per call, so that a long registration can reschedule. */
+#define IWARP_MR_PIN_BATCH	512UL
+
+static DEFINE_XARRAY_ALLOC1(iwarp_mr_index);
+static u32 iwarp_mr_next_index;
+
+static bool iwarp_mr_writable(u32 access)
+{
+	return access & (IWARP_MR_ACCESS_F_LOCAL_WRITE | IWARP_MR_ACCESS_F_REMOTE_WRITE |
+			 IWARP_MR_ACCESS_F_REMOTE_ATOMIC);
+}
+
+static u32 iwarp_mr_index_of(u32 stag)
+{
+	return stag >> 8;
+}
+
+struct iwarp_mr *iwarp_mr_get(u32 stag)
+{
+	struct iwarp_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&iwarp_mr_index, iwarp_mr_index_of(stag));
+	if (mr && (READ_ONCE(mr->stag) != stag || !refcount_inc_not_zero(&mr->ref)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+void iwarp_mr_put(struct iwarp_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		complete(&mr->unused);
+}
+
+bool iwarp_mr_range_ok(const struct iwarp_mr *mr, u64 to, u64 len)
+{
+	return to >= mr->addr && to - mr->addr <= mr->length &&
+	       len <= mr->length - (to - mr->addr);
+}
+
+int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
+{
+	u64 off;
+
+	if (!iwarp_mr_range_ok(mr, to, len))
+		return -EFAULT;
+	off = offset_in_page(mr->addr) + (to - mr->addr);
+	while (len) {
+		size_t pg_off = off & ~PAGE_MASK;
+		size_t n = min_t(size_t, len, PAGE_SIZE - pg_off);
+
+		memcpy_to_page(mr->pages[off >> PAGE_SHIFT], pg_off, src, n);
+		src += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int iwarp_mr_pin(struct iwarp_mr *mr, struct netlink_ext_ack *extack)
+{
+	unsigned int gup = FOLL_LONGTERM;
+	unsigned long start = mr->addr & PAGE_MASK;
+	unsigned long done = 0;
+	int n;
+
+	if (iwarp_mr_writable(mr->access))
+		gup |= FOLL_WRITE;
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!mr->pages)
+		return -ENOMEM;
+	while (done < mr->npages) {
+		n = pin_user_pages_fast(start + (done << PAGE_SHIFT),
+					min(mr->npages - done, IWARP_MR_PIN_BATCH), gup,
+					mr->pages + done);
+		if (n <= 0) {
+			unpin_user_pages(mr->pages, done);
+			kvfree(mr->pages);
+			mr->pages = NULL;
+			if (n == 0 || n == -EFAULT) {
+				NL_SET_ERR_MSG(extack,
+					       "IWARP_A_MR_ADDR: the range is not mapped with the requested access");
+				return -EFAULT;
+			}
+			return n;
+		}
+		done += n;
+		cond_resched();
+	}
+	return 0;
+}
+
+static void iwarp_mr_unpin(struct iwarp_mr *mr)
+{
+	unpin_user_pages_dirty_lock(mr->pages, mr->npages, iwarp_mr_writable(mr->access));
+	kvfree(mr->pages);
+	mr->pages = NULL;
+	atomic_long_sub(mr->npages, &iwarp_verbs_live.pinned_pages);
+}
+
+static void iwarp_mr_free(struct iwarp_mr *mr)
+{
+	if (mr->mm) {
+		account_locked_vm(mr->mm, mr->npages, false);
+		mmdrop(mr->mm);
+	}
+	if (mr->pd) {
+		iwarp_pd_unuse(mr->pd);
+		iwarp_pd_put(mr->pd);
+	}
+	iwarp_ctx_put(mr->ctx);
+	atomic_dec(&iwarp_verbs_live.mrs);
+	kfree_rcu(mr, rcu);
+}
+
+/*
+ * Unpublished from the context already: unpublishes from the module-wide
+ * index, waits for the datapath's references, unpins and frees. Process
+ * context, no locks held.
+ */
+static void iwarp_mr_teardown(struct iwarp_mr *mr)
+{
+	xa_erase(&iwarp_mr_index, iwarp_mr_index_of(mr->stag));
+	iwarp_mr_put(mr);
+	wait_for_completion(&mr->unused);
+	iwarp_mr_unpin(mr);
+	iwarp_mr_free(mr);
+}
+
+int iwarp_mr_reg(struct iwarp_ctx *ctx, u32 pd_id, u64 addr, u64 length, u32 access,
+		 u32 *stag, struct netlink_ext_ack *extack)
+{
+	struct mm_struct *mm = current->mm;
+	struct iwarp_mr *mr;
+	u32 index;
+	int err;
+
+	if (!mm || addr + length > TASK_SIZE) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_MR_ADDR: the range is not mapped with the requested access");
+		return -EFAULT;
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	if (!mr)
+		return -ENOMEM;
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->unused);
+	iwarp_ctx_get(ctx);
+	mr->ctx = ctx;
+	mr->addr = addr;
+	mr->length = length;
+	mr->access = access;
+	mr->npages = (PAGE_ALIGN(addr + length) - (addr & PAGE_MASK)) >> PAGE_SHIFT;
+	atomic_inc(&iwarp_verbs_live.mrs);
+
+	err = iwarp_ctx_lock(ctx, extack);
+	if (err)
+		goto err_free;
+	mr->pd = iwarp_pd_use(ctx, pd_id);
+	iwarp_ctx_unlock(ctx);
+	if (!mr->pd) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_PD_ID: no such PD in the context");
+		err = -ENOENT;
+		goto err_free;
+	}
+
+	err = account_locked_vm(mm, mr->npages, true);
+	if (err) {
+		if (err == -ENOMEM)
+			NL_SET_ERR_MSG(extack, "IWARP_A_MR_LENGTH: the region exceeds RLIMIT_MEMLOCK");
+		goto err_free;
+	}
+	mmgrab(mm);
+	mr->mm = mm;
+
+	err = iwarp_mr_pin(mr, extack);
+	if (err)
+		goto err_free;
+	atomic_long_add(mr->npages, &iwarp_verbs_live.pinned_pages);
+
+	err = xa_alloc_cyclic(&iwarp_mr_index, &index, NULL,
+			      XA_LIMIT(1, IWARP_MR_MAX_INDEX), &iwarp_mr_next_index,
+			      GFP_KERNEL);
+	if (err < 0) {
+		if (err == -EBUSY) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_MR_STAG: no free STag");
+			err = -ENOSPC;
+		}
+		goto err_unpin;
+	}
+	mr->stag = index << 8 | get_random_u8();
+
+	err = iwarp_ctx_lock(ctx, extack);
+	if (err)
+		goto err_index;
+	err = xa_insert(&ctx->mrs, index, mr, GFP_KERNEL_ACCOUNT);
+	if (!err) {
+		xa_store(&iwarp_mr_index, index, mr, GFP_KERNEL);
+		*stag = mr->stag;
+	}
+	iwarp_ctx_unlock(ctx);
+	if (err)
+		goto err_index;
+	return 0;
+
+err_index:
+	xa_erase(&iwarp_mr_index, index);
+err_unpin:
+	iwarp_mr_unpin(mr);
+err_free:
+	iwarp_mr_free(mr);
+	return err;
+}
+
+int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *extack)
+{
+	struct iwarp_mr *mr;
+	int err;
+
+	err = iwarp_ctx_lock(ctx, extack);
+	if (err)
+		return err;
+	mr = xa_load(&ctx->mrs, iwarp_mr_index_of(stag));
+	if (mr && mr->stag == stag)
+		xa_erase(&ctx->mrs, iwarp_mr_index_of(stag));
+	else
+		mr = NULL;
+	iwarp_ctx_unlock(ctx);
+	if (!mr) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_MR_STAG: no such MR in the context");
+		return -ENOENT;
+	}
+	iwarp_mr_teardown(mr);
+	return 0;
+}
+
+void iwarp_mr_destroy_all(struct iwarp_ctx *ctx)
+{
+	struct iwarp_mr *mr;
+	unsigned long index;
+
+	xa_for_each(&ctx->mrs, index, mr) {
+		xa_erase(&ctx->mrs, index);
+		iwarp_mr_teardown(mr);
+	}
+}
+
+#ifdef IWARP_SELFTEST
+/* iwarp_mr_copy_to() on an MR of three kernel pages, unaligned at both ends. */
+int iwarp_mr_selftest(void)
+{
+	static const struct {
+		u64 off;	/* from addr; may be "negative" */
+		u64 len;
+		bool ok;
+	} cases[] = {
+		{ 0, 1, true },
+		{ 50, 250, true },		/* crosses into the second page */
+		{ PAGE_SIZE + 190, 10, true },	/* the last octets */
+		{ PAGE_SIZE + 200, 0, true },	/* empty, at the end */
+		{ PAGE_SIZE + 191, 10, false },	/* one past the end */
+		{ (u64)-1, 1, false },		/* before the start */
+		{ 0, PAGE_SIZE + 201, false },
+		{ 10, (u64)-5, false },		/* length wraps */
+	};
+	struct iwarp_mr mr = {};
+	struct page *pages[3] = {};
+	u8 src[300];
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; i < ARRAY_SIZE(pages); i++) {
+		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!pages[i]) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = i * 7 + 1;
+	mr.addr = 0x10000 + PAGE_SIZE - 100;
+	mr.length = PAGE_SIZE + 200;
+	mr.pages = pages;
+	mr.npages = ARRAY_SIZE(pages);
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		u64 to = mr.addr + cases[i].off, len = cases[i].len;
+		bool ok = iwarp_mr_range_ok(&mr, to, len);
+
+		if (ok == cases[i].ok && len <= sizeof(src))
+			ok = !iwarp_mr_copy_to(&mr, to, src, len);
+		if (ok != cases[i].ok) {
+			pr_err("MR self-test: copy case %u: %s\n", i, ok ? "accepted" : "refused");
+			err = -EINVAL;
+		}
+	}
+	/* Case 1 wrote src[0..250) at offset 50: the first page's last 50 octets... */
+	if (memcmp(page_address(pages[0]) + PAGE_SIZE - 50, src, 50) ||
+	    memcmp(page_address(pages[1]), src + 50, 200) ||
+	    /* ...case 2 src[0..10) at the third page's octets 90..100. */
+	    memcmp(page_address(pages[2]) + 90, src, 10) ||
+	    *(u8 *)(page_address(pages[2]) + 100) != 0) {
+		pr_err("MR self-test: placed bytes differ\n");
+		err = -EINVAL;
+	}
+out:
+	for (i = 0; i < ARRAY_SIZE(pages); i++)
+		if (pages[i])
+			__free_page(pages[i]);
+	return err;
+}
+#endif

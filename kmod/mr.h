@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Memory regions: pinned user memory, named by an STag (index << 8 | key).
+ * STag indices are module-wide so the datapath can resolve any STag that
+ * arrives from the wire (iwarp_mr_get()); the context owning an MR is
+ * recorded in it.
+ *
+ * References from iwarp_mr_get() are short-lived (held while bytes are
+ * placed or read); deregistration waits for them before it unpins.
+ */
+#ifndef _IWARP_MR_H
+#define _IWARP_MR_H
+
+#include <linux/bits.h>
+#include <linux/completion.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
+#include <linux/types.h>
+
+struct iwarp_ctx;
+struct iwarp_pd;
+struct mm_struct;
+struct netlink_ext_ack;
+struct page;
+
+/* Longest region: 256 GiB (its page array then takes 512 MiB). */
+#define IWARP_MR_MAX_LENGTH	BIT_ULL(38)
+
+struct iwarp_mr {
+	refcount_t ref;			/* registration + iwarp_mr_get() users */
+	struct completion unused;	/* ref reached zero */
+	struct iwarp_ctx *ctx;		/* held */
+	struct iwarp_pd *pd;		/* used */
+	u32 stag;
+	u32 access;			/* IWARP_MR_ACCESS_F_* */
+	u64 addr;			/* TO of the first octet */
+	u64 length;
+	struct mm_struct *mm;		/* pages charged to its locked_vm */
+	struct page **pages;		/* npages pinned, from addr & PAGE_MASK */
+	unsigned long npages;
+	struct rcu_head rcu;
+};
+
+/*
+ * Registers [@addr, @addr + @length) of the current process (length and
+ * range already checked by the caller) in PD @pd_id; returns the STag.
+ */
+int iwarp_mr_reg(struct iwarp_ctx *ctx, u32 pd_id, u64 addr, u64 length, u32 access,
+		 u32 *stag, struct netlink_ext_ack *extack);
+int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *extack);
+/* release(): deregisters every MR of a dead context. */
+void iwarp_mr_destroy_all(struct iwarp_ctx *ctx);
+
+/* Resolves a whole STag (index and key) with a reference; any context. */
+struct iwarp_mr *iwarp_mr_get(u32 stag);
+void iwarp_mr_put(struct iwarp_mr *mr);
+
+/* Whether [@to, @to + @len) lies inside the region. */
+bool iwarp_mr_range_ok(const struct iwarp_mr *mr, u64 to, u64 len);
+
+/*
+ * Copies @len octets from @src into the region at tagged offset @to; -EFAULT
+ * if the range is not inside the region. Access rights are the caller's to
+ * check. Any context but NMI.
+ */
+int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len);
+
+#ifdef IWARP_SELFTEST
+int iwarp_mr_selftest(void);
+#else
+static inline int iwarp_mr_selftest(void)
+{
+	return 0;
+}
+#endif
+
+#endif /* _IWARP_MR_H */

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Generic netlink handlers of the verbs resources: resolve the context,
+ * check what needs more than the generated policy, call the object layer,
+ * reply. Handlers run in the sender's task, so IWARP_A_CTX_FD is looked up
+ * in the sender's file table and memory registration pins the sender's
+ * memory.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <net/genetlink.h>
+
+#include "cq.h"
+#include "ctx.h"
+#include "mr.h"
+#include "nl_gen.h"
+#include "pd.h"
+#include "qp.h"
+#include "ring.h"
+
+static struct iwarp_ctx *iwarp_nl_ctx(struct genl_info *info)
+{
+	return iwarp_ctx_from_fd(nla_get_u32(info->attrs[IWARP_A_CTX_FD]), info->extack);
+}
+
+/* A reply to @info, with room for every attribute of a verbs command. */
+static struct sk_buff *iwarp_nl_reply_new(struct genl_info *info, void **hdr)
+{
+	struct sk_buff *msg;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return NULL;
+	*hdr = genlmsg_put_reply(msg, info, &iwarp_nl_family, 0, info->genlhdr->cmd);
+	if (!*hdr) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+static int iwarp_nl_reply_send(struct sk_buff *msg, void *hdr, struct genl_info *info)
+{
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+/* Checks a queue size attribute: 1 to IWARP_RING_MAX_ENTRIES. */
+static int iwarp_nl_entries(struct genl_info *info, int attr, u32 *entries)
+{
+	struct nlattr *nla = info->attrs[attr];
+
+	*entries = nla_get_u32(nla);
+	if (iwarp_ring_entries_valid(*entries))
+		return 0;
+	switch (attr) {
+	case IWARP_A_CQ_ENTRIES:
+		NL_SET_ERR_MSG_ATTR(info->extack, nla, "IWARP_A_CQ_ENTRIES: must be 1 to 32768");
+		break;
+	case IWARP_A_QP_SQ_ENTRIES:
+		NL_SET_ERR_MSG_ATTR(info->extack, nla, "IWARP_A_QP_SQ_ENTRIES: must be 1 to 32768");
+		break;
+	default:
+		NL_SET_ERR_MSG_ATTR(info->extack, nla, "IWARP_A_QP_RQ_ENTRIES: must be 1 to 32768");
+		break;
+	}
+	return -EINVAL;
+}
+
+int iwarp_nl_pd_alloc_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct iwarp_ctx *ctx;
+	struct sk_buff *msg;
+	void *hdr;
+	u32 id;
+	int err;
+
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	msg = iwarp_nl_reply_new(info, &hdr);
+	err = msg ? iwarp_pd_alloc(ctx, &id, info->extack) : -ENOMEM;
+	if (err)
+		goto out;
+	if (nla_put_u32(msg, IWARP_A_PD_ID, id)) {
+		iwarp_pd_free(ctx, id, NULL);
+		err = -EMSGSIZE;
+		goto out;
+	}
+	err = iwarp_nl_reply_send(msg, hdr, info);
+	msg = NULL;
+out:
+	nlmsg_free(msg);
+	iwarp_ctx_put(ctx);
+	return err;
+}
+
+int iwarp_nl_pd_free_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct iwarp_ctx *ctx;
+	int err;
+
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	err = iwarp_pd_free(ctx, nla_get_u32(info->attrs[IWARP_A_PD_ID]), info->extack);
+	if (err == -ENOENT || err == -EBUSY)
+		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_PD_ID]);
+	iwarp_ctx_put(ctx);
+	return err;
+}
+
+/* Stateless checks of MR_REG's range. */
+static int iwarp_nl_mr_range(struct genl_info *info, u64 addr, u64 length)
+{
+	struct nlattr *a_length = info->attrs[IWARP_A_MR_LENGTH];
+
+	if (!length) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a_length, "IWARP_A_MR_LENGTH: must be at least 1");
+		return -EINVAL;
+	}
+	if (length > IWARP_MR_MAX_LENGTH) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a_length,
+				    "IWARP_A_MR_LENGTH: above the limit of 256 GiB");
+		return -EINVAL;
+	}
+	if (addr + length < addr) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a_length,
+				    "IWARP_A_MR_LENGTH: the range wraps around the address space");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int iwarp_nl_mr_reg_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	u64 addr = nla_get_u64(info->attrs[IWARP_A_MR_ADDR]);
+	u64 length = nla_get_u64(info->attrs[IWARP_A_MR_LENGTH]);
+	u32 pd_id = nla_get_u32(info->attrs[IWARP_A_PD_ID]);
+	struct iwarp_ctx *ctx;
+	struct sk_buff *msg;
+	u32 access = 0, stag;
+	void *hdr;
+	int err;
+
+	if (info->attrs[IWARP_A_MR_ACCESS])
+		access = nla_get_u32(info->attrs[IWARP_A_MR_ACCESS]);
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	err = iwarp_nl_mr_range(info, addr, length);
+	if (err)
+		goto out_put;
+	msg = iwarp_nl_reply_new(info, &hdr);
+	if (!msg) {
+		err = -ENOMEM;
+		goto out_put;
+	}
+	err = iwarp_mr_reg(ctx, pd_id, addr, length, access, &stag, info->extack);
+	if (err)
+		goto out_free;
+	if (nla_put_u32(msg, IWARP_A_MR_STAG, stag) ||
+	    nla_put_u32(msg, IWARP_A_PD_ID, pd_id) ||
+	    nla_put_u64_64bit(msg, IWARP_A_MR_ADDR, addr, IWARP_A_UNSPEC) ||
+	    nla_put_u64_64bit(msg, IWARP_A_MR_LENGTH, length, IWARP_A_UNSPEC) ||
+	    nla_put_u32(msg, IWARP_A_MR_ACCESS, access)) {
+		iwarp_mr_dereg(ctx, stag, NULL);
+		err = -EMSGSIZE;
+		goto out_free;
+	}
+	err = iwarp_nl_reply_send(msg, hdr, info);
+	goto out_put;
+
+out_free:
+	nlmsg_free(msg);
+out_put:
+	iwarp_ctx_put(ctx);
+	return err;
+}
+
+int iwarp_nl_mr_dereg_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct iwarp_ctx *ctx;
+	int err;
+
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	err = iwarp_mr_dereg(ctx, nla_get_u32(info->attrs[IWARP_A_MR_STAG]), info->extack);
+	if (err == -ENOENT)
+		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_MR_STAG]);
+	iwarp_ctx_put(ctx);
+	return err;
+}
+
+int iwarp_nl_cq_create_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct iwarp_ctx *ctx;
+	struct iwarp_cq *cq;
+	struct sk_buff *msg;
+	u32 entries;
+	void *hdr;
+	int err;
+
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	err = iwarp_nl_entries(info, IWARP_A_CQ_ENTRIES, &entries);
+	if (err)
+		goto out_put;
+	msg = iwarp_nl_reply_new(info, &hdr);
+	if (!msg) {
+		err = -ENOMEM;
+		goto out_put;
+	}
+	cq = iwarp_cq_create(ctx, entries, info->extack);
+	if (IS_ERR(cq)) {
+		err = PTR_ERR(cq);
+		goto out_free;
+	}
+	if (nla_put_u32(msg, IWARP_A_CQ_ID, cq->id) ||
+	    nla_put_u32(msg, IWARP_A_CQ_ENTRIES, cq->ring.entries) ||
+	    nla_put_u64_64bit(msg, IWARP_A_MMAP_OFFSET,
+			      iwarp_mmap_offset(IWARP_MMAP_CQ, cq->id), IWARP_A_UNSPEC) ||
+	    nla_put_u64_64bit(msg, IWARP_A_MMAP_SIZE, cq->ring.size, IWARP_A_UNSPEC)) {
+		iwarp_cq_destroy(ctx, cq->id, NULL);
+		iwarp_cq_put(cq);
+		err = -EMSGSIZE;
+		goto out_free;
+	}
+	iwarp_cq_put(cq);
+	err = iwarp_nl_reply_send(msg, hdr, info);
+	goto out_put;
+
+out_free:
+	nlmsg_free(msg);
+out_put:
+	iwarp_ctx_put(ctx);
+	return err;
+}
+
+int iwarp_nl_cq_destroy_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct iwarp_ctx *ctx;
+	int err;
+
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	err = iwarp_cq_destroy(ctx, nla_get_u32(info->attrs[IWARP_A_CQ_ID]), info->extack);
+	if (err == -ENOENT || err == -EBUSY)
+		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_CQ_ID]);
+	iwarp_ctx_put(ctx);
+	return err;
+}
+
+static int iwarp_nl_fill_qp(struct sk_buff *msg, const struct iwarp_qp *qp,
+			    const struct iwarp_qp_init *init)
+{
+	if (nla_put_u32(msg, IWARP_A_QP_ID, qp->id) ||
+	    nla_put_u32(msg, IWARP_A_PD_ID, init->pd_id) ||
+	    nla_put_u32(msg, IWARP_A_QP_SEND_CQ, init->send_cq) ||
+	    nla_put_u32(msg, IWARP_A_QP_RECV_CQ, init->recv_cq) ||
+	    nla_put_u32(msg, IWARP_A_QP_SQ_ENTRIES, qp->sq.entries) ||
+	    nla_put_u32(msg, IWARP_A_QP_RQ_ENTRIES, qp->rq.entries) ||
+	    nla_put_u8(msg, IWARP_A_QP_STATE, READ_ONCE(qp->state)) ||
+	    nla_put_u64_64bit(msg, IWARP_A_MMAP_OFFSET,
+			      iwarp_mmap_offset(IWARP_MMAP_SQ, qp->id), IWARP_A_UNSPEC) ||
+	    nla_put_u64_64bit(msg, IWARP_A_MMAP_SIZE, qp->sq.size, IWARP_A_UNSPEC) ||
+	    nla_put_u64_64bit(msg, IWARP_A_RQ_MMAP_OFFSET,
+			      iwarp_mmap_offset(IWARP_MMAP_RQ, qp->id), IWARP_A_UNSPEC) ||
+	    nla_put_u64_64bit(msg, IWARP_A_RQ_MMAP_SIZE, qp->rq.size, IWARP_A_UNSPEC))
+		return -EMSGSIZE;
+	return 0;
+}
+
+int iwarp_nl_qp_create_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct iwarp_qp_init init = {
+		.pd_id = nla_get_u32(info->attrs[IWARP_A_PD_ID]),
+		.send_cq = nla_get_u32(info->attrs[IWARP_A_QP_SEND_CQ]),
+		.recv_cq = nla_get_u32(info->attrs[IWARP_A_QP_RECV_CQ]),
+	};
+	struct iwarp_ctx *ctx;
+	struct iwarp_qp *qp;
+	struct sk_buff *msg;
+	void *hdr;
+	int err;
+
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	err = iwarp_nl_entries(info, IWARP_A_QP_SQ_ENTRIES, &init.sq_entries) ?:
+	      iwarp_nl_entries(info, IWARP_A_QP_RQ_ENTRIES, &init.rq_entries);
+	if (err)
+		goto out_put;
+	msg = iwarp_nl_reply_new(info, &hdr);
+	if (!msg) {
+		err = -ENOMEM;
+		goto out_put;
+	}
+	qp = iwarp_qp_create(ctx, &init, info->extack);
+	if (IS_ERR(qp)) {
+		err = PTR_ERR(qp);
+		goto out_free;
+	}
+	err = iwarp_nl_fill_qp(msg, qp, &init);
+	if (err)
+		iwarp_qp_destroy(ctx, qp->id, NULL);
+	iwarp_qp_put(qp);
+	if (err)
+		goto out_free;
+	err = iwarp_nl_reply_send(msg, hdr, info);
+	goto out_put;
+
+out_free:
+	nlmsg_free(msg);
+out_put:
+	iwarp_ctx_put(ctx);
+	return err;
+}
+
+int iwarp_nl_qp_destroy_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct iwarp_ctx *ctx;
+	int err;
+
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	err = iwarp_qp_destroy(ctx, nla_get_u32(info->attrs[IWARP_A_QP_ID]), info->extack);
+	if (err == -ENOENT)
+		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_QP_ID]);
+	iwarp_ctx_put(ctx);
+	return err;
+}

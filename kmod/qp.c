@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Queue pairs: creation, destruction, doorbells.
+ *
+ * A QP is published in its context's xarray and in the module-wide index of
+ * QP ids (reserved first, then filled under the context's lock, like MRs).
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/xarray.h>
+#include <net/netlink.h>
+
+#include "cq.h"
+#include "ctx.h"
+#include "iwarp.h"
+#include "pd.h"
+#include "qp.h"
+#include "verbs.h"
+
+#define IWARP_QP_MAX_ID		((1U << 24) - 1)
+
+static DEFINE_XARRAY_ALLOC1(iwarp_qp_index);
+static u32 iwarp_qp_next_id;
+
+static void iwarp_qp_release(struct kref *ref)
+{
+	struct iwarp_qp *qp = container_of(ref, struct iwarp_qp, ref);
+
+	if (qp->send_cq)
+		iwarp_cq_put(qp->send_cq);
+	if (qp->recv_cq)
+		iwarp_cq_put(qp->recv_cq);
+	if (qp->pd)
+		iwarp_pd_put(qp->pd);
+	iwarp_ring_free(&qp->sq);
+	iwarp_ring_free(&qp->rq);
+	iwarp_ctx_put(qp->ctx);
+	atomic_dec(&iwarp_verbs_live.qps);
+	kfree_rcu(qp, rcu);
+}
+
+void iwarp_qp_put(struct iwarp_qp *qp)
+{
+	kref_put(&qp->ref, iwarp_qp_release);
+}
+
+struct iwarp_qp *iwarp_qp_get(struct iwarp_ctx *ctx, u32 id)
+{
+	struct iwarp_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&ctx->qps, id);
+	if (qp && !kref_get_unless_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+static int iwarp_qp_alloc_rings(struct iwarp_qp *qp, const struct iwarp_qp_init *init,
+				struct netlink_ext_ack *extack)
+{
+	int err;
+
+	err = iwarp_ring_alloc(&qp->sq, init->sq_entries, sizeof(struct iwarp_sqe),
+			       IWARP_RING_F_IDLE);
+	if (err) {
+		if (err == -EDQUOT) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_QP_SQ_ENTRIES: the ring exceeds RLIMIT_MEMLOCK");
+			err = -ENOMEM;
+		} else if (err == -EINVAL) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_QP_SQ_ENTRIES: must be 1 to 32768");
+		}
+		return err;
+	}
+	err = iwarp_ring_alloc(&qp->rq, init->rq_entries, sizeof(struct iwarp_rqe),
+			       IWARP_RING_F_IDLE);
+	if (err) {
+		if (err == -EDQUOT) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_QP_RQ_ENTRIES: the ring exceeds RLIMIT_MEMLOCK");
+			err = -ENOMEM;
+		} else if (err == -EINVAL) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_QP_RQ_ENTRIES: must be 1 to 32768");
+		}
+		iwarp_ring_uncharge(&qp->sq);
+		return err;
+	}
+	return 0;
+}
+
+/* With ctx->lock held: takes the PD and the CQs, publishes the QP. */
+static int iwarp_qp_attach(struct iwarp_ctx *ctx, struct iwarp_qp *qp,
+			   const struct iwarp_qp_init *init, struct netlink_ext_ack *extack)
+{
+	int err;
+
+	qp->pd = iwarp_pd_use(ctx, init->pd_id);
+	if (!qp->pd) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_PD_ID: no such PD in the context");
+		return -ENOENT;
+	}
+	qp->send_cq = iwarp_cq_use(ctx, init->send_cq);
+	if (!qp->send_cq) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_SEND_CQ: no such CQ in the context");
+		err = -ENOENT;
+		goto err_pd;
+	}
+	qp->recv_cq = iwarp_cq_use(ctx, init->recv_cq);
+	if (!qp->recv_cq) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_RECV_CQ: no such CQ in the context");
+		err = -ENOENT;
+		goto err_send_cq;
+	}
+	err = xa_insert(&ctx->qps, qp->id, qp, GFP_KERNEL_ACCOUNT);
+	if (err)
+		goto err_recv_cq;
+	xa_store(&iwarp_qp_index, qp->id, qp, GFP_KERNEL);
+	return 0;
+
+	/* The references are dropped with the QP. */
+err_recv_cq:
+	iwarp_cq_unuse(qp->recv_cq);
+err_send_cq:
+	iwarp_cq_unuse(qp->send_cq);
+err_pd:
+	iwarp_pd_unuse(qp->pd);
+	return err;
+}
+
+struct iwarp_qp *iwarp_qp_create(struct iwarp_ctx *ctx, const struct iwarp_qp_init *init,
+				 struct netlink_ext_ack *extack)
+{
+	struct iwarp_qp *qp;
+	int err;
+
+	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
+	if (!qp)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&qp->ref);
+	iwarp_ctx_get(ctx);
+	qp->ctx = ctx;
+	qp->state = IWARP_QP_STATE_IDLE;
+	atomic_inc(&iwarp_verbs_live.qps);
+
+	err = iwarp_qp_alloc_rings(qp, init, extack);
+	if (err)
+		goto err_put;
+	err = xa_alloc_cyclic(&iwarp_qp_index, &qp->id, NULL, XA_LIMIT(1, IWARP_QP_MAX_ID),
+			      &iwarp_qp_next_id, GFP_KERNEL);
+	if (err < 0) {
+		if (err == -EBUSY) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no free QP id");
+			err = -ENOSPC;
+		}
+		goto err_uncharge;
+	}
+	err = iwarp_ctx_lock(ctx, extack);
+	if (err)
+		goto err_id;
+	err = iwarp_qp_attach(ctx, qp, init, extack);
+	if (!err)
+		kref_get(&qp->ref);	/* the caller's */
+	iwarp_ctx_unlock(ctx);
+	if (err)
+		goto err_id;
+	return qp;
+
+err_id:
+	xa_erase(&iwarp_qp_index, qp->id);
+err_uncharge:
+	iwarp_ring_uncharge(&qp->sq);
+	iwarp_ring_uncharge(&qp->rq);
+err_put:
+	iwarp_qp_put(qp);
+	return ERR_PTR(err);
+}
+
+/* Unpublished from the context already. Process context, no locks held. */
+static void iwarp_qp_teardown(struct iwarp_qp *qp)
+{
+	xa_erase(&iwarp_qp_index, qp->id);
+	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
+	WRITE_ONCE(qp->sq.ctrl->flags, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR);
+	WRITE_ONCE(qp->rq.ctrl->flags, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR);
+	iwarp_pd_unuse(qp->pd);
+	iwarp_cq_unuse(qp->send_cq);
+	iwarp_cq_unuse(qp->recv_cq);
+	iwarp_ring_uncharge(&qp->sq);
+	iwarp_ring_uncharge(&qp->rq);
+	iwarp_qp_put(qp);
+}
+
+int iwarp_qp_destroy(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)
+{
+	struct iwarp_qp *qp;
+	int err;
+
+	err = iwarp_ctx_lock(ctx, extack);
+	if (err)
+		return err;
+	qp = xa_erase(&ctx->qps, id);
+	iwarp_ctx_unlock(ctx);
+	if (!qp) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
+		return -ENOENT;
+	}
+	iwarp_qp_teardown(qp);
+	return 0;
+}
+
+void iwarp_qp_destroy_all(struct iwarp_ctx *ctx)
+{
+	struct iwarp_qp *qp;
+	unsigned long id;
+
+	xa_for_each(&ctx->qps, id, qp) {
+		xa_erase(&ctx->qps, id);
+		iwarp_qp_teardown(qp);
+	}
+}
+
+int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
+{
+	struct iwarp_qp *qp;
+	int err = 0;
+
+	if (queue != IWARP_DB_SQ && queue != IWARP_DB_RQ)
+		return -EINVAL;
+	rcu_read_lock();
+	qp = xa_load(&ctx->qps, id);
+	if (!qp)
+		err = -ENOENT;
+	else if (queue == IWARP_DB_SQ && READ_ONCE(qp->state) != IWARP_QP_STATE_RTS)
+		err = -ENOTCONN;
+	/*
+	 * RQ: the receive path reads the producer index when a message
+	 * arrives, so the doorbell has nothing to start.
+	 */
+	rcu_read_unlock();
+	return err;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Queue pairs: an SQ and an RQ ring that user space produces into, in a PD,
+ * completing to two CQs of the same context. QP ids are module-wide.
+ */
+#ifndef _IWARP_QP_H
+#define _IWARP_QP_H
+
+#include <linux/kref.h>
+#include <linux/rcupdate.h>
+#include <linux/types.h>
+
+#include "ring.h"
+
+struct iwarp_ctx;
+struct iwarp_cq;
+struct iwarp_pd;
+struct netlink_ext_ack;
+
+struct iwarp_qp {
+	struct kref ref;
+	struct iwarp_ctx *ctx;		/* held */
+	struct iwarp_pd *pd;		/* held; used until destroyed */
+	struct iwarp_cq *send_cq;	/* held; used until destroyed */
+	struct iwarp_cq *recv_cq;	/* held; used until destroyed */
+	u32 id;
+	u8 state;			/* enum iwarp_qp_state, READ_ONCE */
+	struct iwarp_ring sq;
+	struct iwarp_ring rq;
+	struct rcu_head rcu;
+};
+
+struct iwarp_qp_init {
+	u32 pd_id;
+	u32 send_cq;
+	u32 recv_cq;
+	u32 sq_entries;			/* checked by the caller */
+	u32 rq_entries;			/* checked by the caller */
+};
+
+/* Creates a QP; returns it with a reference for the caller. */
+struct iwarp_qp *iwarp_qp_create(struct iwarp_ctx *ctx, const struct iwarp_qp_init *init,
+				 struct netlink_ext_ack *extack);
+int iwarp_qp_destroy(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack);
+/* release(): destroys every QP of a dead context. */
+void iwarp_qp_destroy_all(struct iwarp_ctx *ctx);
+
+/* Any context: QP @id of @ctx with a reference, or NULL. */
+struct iwarp_qp *iwarp_qp_get(struct iwarp_ctx *ctx, u32 id);
+void iwarp_qp_put(struct iwarp_qp *qp);
+
+/*
+ * Doorbell of @queue (enum iwarp_doorbell_queue) of QP @id in @ctx: -ENOENT
+ * if the context has no such QP, -ENOTCONN for the SQ of a QP that is not
+ * in RTS. Any context.
+ */
+int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue);
+
+#endif /* _IWARP_QP_H */

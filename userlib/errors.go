@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+package userlib
+
+import (
+	"errors"
+
+	"github.com/iwarp/iwarp/internal/genl"
+)
+
+// Error is a rejection by the kernel: the operation, the kernel's
+// extended-ack message (which names the attribute at fault; empty if none)
+// and the errno. It unwraps to the errno, so errors.Is(err, os.ErrNotExist)
+// or errors.Is(err, syscall.EBUSY) work. It is the same type as ctl.Error.
+type Error = genl.Error
+
+var (
+	// ErrNotLoaded is wrapped by Open's error when the iwarp module is not
+	// loaded. It matches os.ErrNotExist.
+	ErrNotLoaded = genl.ErrNotLoaded
+
+	// ErrClosed is returned by methods of a closed object.
+	ErrClosed = errors.New("iwarp: use of closed object")
+
+	// ErrQueueFull is returned by PostSend and PostRecv when the ring has no
+	// free slot; the kernel frees slots as it consumes work requests.
+	ErrQueueFull = errors.New("iwarp: queue full")
+
+	// ErrInvalidWR is wrapped by PostSend's and PostRecv's error when a work
+	// request is malformed; nothing was posted.
+	ErrInvalidWR = errors.New("iwarp: invalid work request")
+)
+
+// Completion errors, returned by WC.Err for the matching Status.
+var (
+	ErrFlushed         = errors.New("iwarp: work request flushed")     // StatusFlushErr
+	ErrLocalLength     = errors.New("iwarp: local length error")       // StatusLocLenErr
+	ErrLocalProtection = errors.New("iwarp: local protection error")   // StatusLocProtErr
+	ErrLocalQP         = errors.New("iwarp: local QP operation error") // StatusLocQPErr
+	ErrRemoteAccess    = errors.New("iwarp: remote access error")      // StatusRemAccessErr
+	ErrRemoteOperation = errors.New("iwarp: remote operation error")   // StatusRemOpErr
+	ErrTerminated      = errors.New("iwarp: connection terminated")    // StatusTerminated
+	ErrGeneral         = errors.New("iwarp: general completion error") // StatusGeneralErr and unknown statuses
+)
