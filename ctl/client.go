@@ -28,8 +28,12 @@ type osClient interface {
 	Close() error
 	LinkAdd(name string, cfg LinkConfig) (*Link, error)
 	LinkDel(name string) error
+	LinkSet(name string, p LinkParams) (*Link, error)
 	Link(name string) (*Link, error)
 	Links() ([]Link, error)
+	MRs() ([]MR, error)
+	CQs() ([]CQ, error)
+	QPs() ([]QP, error)
 	Monitor(ctx context.Context, fn func(Event) error) error
 }
 
@@ -69,11 +73,29 @@ func (c *Client) LinkAdd(name string, cfg LinkConfig) (*Link, error) {
 // LinkDel deletes the link named name.
 func (c *Client) LinkDel(name string) error { return c.c.LinkDel(name) }
 
+// LinkSet replaces the MPA defaults of the link named name with p, all of
+// them: to change some, start from the link's current Params. It returns
+// the link as changed.
+func (c *Client) LinkSet(name string, p LinkParams) (*Link, error) { return c.c.LinkSet(name, p) }
+
 // Link returns the link named name; an unknown name matches os.ErrNotExist.
 func (c *Client) Link(name string) (*Link, error) { return c.c.Link(name) }
 
 // Links returns every link in the client's namespace, ordered by index.
 func (c *Client) Links() ([]Link, error) { return c.c.Links() }
+
+// MRs returns every memory region of the verbs contexts opened in the
+// client's network namespace, ordered by context and STag index. Reading
+// needs no privilege.
+func (c *Client) MRs() ([]MR, error) { return c.c.MRs() }
+
+// CQs returns every completion queue of the verbs contexts opened in the
+// client's network namespace, ordered by context and id.
+func (c *Client) CQs() ([]CQ, error) { return c.c.CQs() }
+
+// QPs returns every queue pair of the verbs contexts opened in the
+// client's network namespace, ordered by context and id.
+func (c *Client) QPs() ([]QP, error) { return c.c.QPs() }
 
 // Monitor calls fn for every event multicast by the module in the client's
 // namespace until ctx is done (it then returns ctx.Err()) or fn returns an
@@ -82,12 +104,37 @@ func (c *Client) Monitor(ctx context.Context, fn func(Event) error) error {
 	return c.c.Monitor(ctx, fn)
 }
 
-// LinkConfig says which netdev a new link binds to and its MPA policy.
-// Give Netdev, Ifindex or both (they must then name the same device).
+// LinkConfig says which netdev a new link binds to and its MPA defaults.
+// Give Netdev, Ifindex or both (they must then name the same device). Zero
+// MPARev, IRD and ORD take the kernel's defaults (DefaultLinkParams); the
+// zero RTR is RTRWrite, the default.
 type LinkConfig struct {
 	Netdev  string
 	Ifindex int
 	Flags   LinkFlags
+	MPARev  uint8
+	RTR     RTR
+	IRD     uint32
+	ORD     uint32
+}
+
+// LinkParams are a link's MPA defaults: what connections made on the link
+// afterwards use.
+type LinkParams struct {
+	Flags  LinkFlags
+	MPARev uint8  // 1 or 2
+	RTR    RTR    // ready-to-receive message in peer-to-peer mode
+	IRD    uint32 // 1 to MaxRD
+	ORD    uint32 // 1 to MaxRD
+}
+
+// MaxRD is the largest IRD and ORD (the 14-bit fields of RFC 6581).
+const MaxRD = 16383
+
+// DefaultLinkParams returns the defaults of a new link: no flags, MPA
+// revision 2, RTR write, IRD and ORD 16.
+func DefaultLinkParams() LinkParams {
+	return LinkParams{MPARev: 2, RTR: RTRWrite, IRD: 16, ORD: 16}
 }
 
 // Link is an iWARP device bound to a netdev. JSON keys are stable.
@@ -98,6 +145,47 @@ type Link struct {
 	Ifindex int       `json:"ifindex"`
 	State   LinkState `json:"state"`
 	Flags   LinkFlags `json:"flags"`
+	MPARev  uint8     `json:"mpa_rev"`
+	RTR     RTR       `json:"rtr"`
+	IRD     uint32    `json:"ird"`
+	ORD     uint32    `json:"ord"`
+}
+
+// Params returns the link's MPA defaults.
+func (l Link) Params() LinkParams {
+	return LinkParams{Flags: l.Flags, MPARev: l.MPARev, RTR: l.RTR, IRD: l.IRD, ORD: l.ORD}
+}
+
+// RTR is the RFC 6581 ready-to-receive message of peer-to-peer mode.
+type RTR uint8
+
+// RTR messages.
+const (
+	RTRWrite = RTR(netlinkproto.RTRWrite) // zero-length RDMA Write
+	RTRRead  = RTR(netlinkproto.RTRRead)  // zero-length RDMA Read
+	RTRSend  = RTR(netlinkproto.RTRSend)  // zero-length Send
+)
+
+var rtrNames = []string{RTRWrite: "write", RTRRead: "read", RTRSend: "send"}
+
+func (r RTR) String() string {
+	if int(r) < len(rtrNames) {
+		return rtrNames[r]
+	}
+	return fmt.Sprintf("rtr%d", uint8(r))
+}
+
+// MarshalJSON encodes the RTR message as its name.
+func (r RTR) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
+
+// ParseRTR returns the RTR message with the given name (write, read, send).
+func ParseRTR(name string) (RTR, error) {
+	for i, n := range rtrNames {
+		if n == name {
+			return RTR(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown RTR message %q", name)
 }
 
 // LinkState is a link's operational state.

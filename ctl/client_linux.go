@@ -91,6 +91,18 @@ func (c *linuxClient) LinkDel(name string) error {
 	return err
 }
 
+func (c *linuxClient) LinkSet(name string, p LinkParams) (*Link, error) {
+	b, err := encodeLinkSet(name, p)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.execute("link set", netlinkproto.CmdLinkSet, 0, b)
+	if err != nil {
+		return nil, err
+	}
+	return firstLink("link set", msgs)
+}
+
 func (c *linuxClient) Link(name string) (*Link, error) {
 	b, err := encodeLinkName(name)
 	if err != nil {
@@ -118,6 +130,27 @@ func (c *linuxClient) Links() ([]Link, error) {
 	}
 	return links, nil
 }
+
+// dump runs a dump request and decodes every message with parse.
+func dump[T any](c *linuxClient, op string, cmd uint8, parse func([]byte) (T, error)) ([]T, error) {
+	msgs, err := c.execute(op, cmd, netlink.Dump, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(msgs))
+	for _, m := range msgs {
+		v, err := parse(m.Data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (c *linuxClient) MRs() ([]MR, error) { return dump(c, "mr show", netlinkproto.CmdMRGet, parseMR) }
+func (c *linuxClient) CQs() ([]CQ, error) { return dump(c, "cq show", netlinkproto.CmdCQGet, parseCQ) }
+func (c *linuxClient) QPs() ([]QP, error) { return dump(c, "qp show", netlinkproto.CmdQPGet, parseQP) }
 
 func firstLink(op string, msgs []genetlink.Message) (*Link, error) {
 	if len(msgs) == 0 {

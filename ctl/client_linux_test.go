@@ -34,6 +34,10 @@ func linkAttrs(t *testing.T, l Link, reason EventReason) []byte {
 	ae.String(netlinkproto.AttrLinkNetdev, l.Netdev)
 	ae.Uint8(netlinkproto.AttrLinkState, uint8(l.State))
 	ae.Uint32(netlinkproto.AttrLinkFlags, uint32(l.Flags))
+	ae.Uint8(netlinkproto.AttrLinkMPARev, l.MPARev)
+	ae.Uint8(netlinkproto.AttrLinkRTR, uint8(l.RTR))
+	ae.Uint32(netlinkproto.AttrLinkIRD, l.IRD)
+	ae.Uint32(netlinkproto.AttrLinkORD, l.ORD)
 	if reason != 0 {
 		ae.Uint32(netlinkproto.AttrEventReason, uint32(reason))
 	}
@@ -101,6 +105,124 @@ func TestLinkAddRequest(t *testing.T) {
 	}
 	if *l != want {
 		t.Fatalf("got %+v, want %+v", *l, want)
+	}
+}
+
+// decodeRequest returns a request's attributes by type.
+func decodeRequest(t *testing.T, b []byte) map[uint16][]byte {
+	t.Helper()
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint16][]byte{}
+	for ad.Next() {
+		got[ad.Type()] = append([]byte(nil), ad.Bytes()...)
+	}
+	return got
+}
+
+func TestLinkAddParams(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  LinkConfig
+		want map[uint16][]byte
+	}{
+		// Zero values are not sent: the kernel's defaults apply.
+		{LinkConfig{Netdev: "d0"}, map[uint16][]byte{}},
+		{LinkConfig{Netdev: "d0", MPARev: 1, RTR: RTRSend, IRD: 300, ORD: 5}, map[uint16][]byte{
+			netlinkproto.AttrLinkMPARev: {1},
+			netlinkproto.AttrLinkRTR:    {2},
+			netlinkproto.AttrLinkIRD:    {0x2c, 1, 0, 0},
+			netlinkproto.AttrLinkORD:    {5, 0, 0, 0},
+		}},
+	} {
+		c := testClient(t, func(greq genetlink.Message, _ netlink.Message) ([]genetlink.Message, error) {
+			got := decodeRequest(t, greq.Data)
+			delete(got, netlinkproto.AttrLinkName)
+			delete(got, netlinkproto.AttrLinkNetdev)
+			if len(got) != len(tc.want) {
+				t.Errorf("%+v: request %v, want %v", tc.cfg, got, tc.want)
+			}
+			for k, v := range tc.want {
+				if string(got[k]) != string(v) {
+					t.Errorf("%+v: %s = %x, want %x", tc.cfg, netlinkproto.AttrNames[k], got[k], v)
+				}
+			}
+			return []genetlink.Message{{Data: linkAttrs(t, Link{Index: 1, Name: "iw0"}, 0)}}, nil
+		})
+		if _, err := c.LinkAdd("iw0", tc.cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLinkSetRequest(t *testing.T) {
+	want := Link{Index: 3, Name: "iw0", Netdev: "veth0", Ifindex: 4, Flags: FlagMarkers,
+		MPARev: 1, RTR: RTRSend, IRD: 16383, ORD: 1}
+	c := testClient(t, func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
+		if greq.Header.Command != netlinkproto.CmdLinkSet {
+			t.Errorf("command %d, want %d", greq.Header.Command, netlinkproto.CmdLinkSet)
+		}
+		if nreq.Header.Flags&netlink.Acknowledge != 0 {
+			t.Errorf("request with NLM_F_ACK: its ACK would stay unread behind the reply")
+		}
+		got := decodeRequest(t, greq.Data)
+		// Every parameter is sent: the request is the link's new value.
+		exp := map[uint16][]byte{
+			netlinkproto.AttrLinkName:   []byte("iw0\x00"),
+			netlinkproto.AttrLinkFlags:  {byte(FlagMarkers), 0, 0, 0},
+			netlinkproto.AttrLinkMPARev: {1},
+			netlinkproto.AttrLinkRTR:    {2},
+			netlinkproto.AttrLinkIRD:    {0xff, 0x3f, 0, 0},
+			netlinkproto.AttrLinkORD:    {1, 0, 0, 0},
+		}
+		if len(got) != len(exp) {
+			t.Errorf("request %v, want %v", got, exp)
+		}
+		for k, v := range exp {
+			if string(got[k]) != string(v) {
+				t.Errorf("%s = %x, want %x", netlinkproto.AttrNames[k], got[k], v)
+			}
+		}
+		return []genetlink.Message{{Data: linkAttrs(t, want, 0)}}, nil
+	})
+	l, err := c.LinkSet("iw0", want.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *l != want {
+		t.Fatalf("got %+v, want %+v", *l, want)
+	}
+}
+
+func TestLinkSetError(t *testing.T) {
+	c := testClient(t, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+		return nil, genltest.Error(int(syscall.EINVAL))
+	})
+	p := DefaultLinkParams()
+	p.IRD = 0
+	_, err := c.LinkSet("iw0", p)
+	if !errors.Is(err, syscall.EINVAL) || !IsKernel(err) {
+		t.Fatalf("got %v, want a kernel EINVAL", err)
+	}
+}
+
+func TestRTRNames(t *testing.T) {
+	for _, n := range []string{"write", "read", "send"} {
+		r, err := ParseRTR(n)
+		if err != nil || r.String() != n {
+			t.Errorf("ParseRTR(%q) = %v, %v", n, r, err)
+		}
+	}
+	if _, err := ParseRTR("atomic"); err == nil {
+		t.Error("ParseRTR accepted atomic")
+	}
+	if got := RTR(7).String(); got != "rtr7" {
+		t.Errorf("RTR(7) = %q", got)
+	}
+	d := DefaultLinkParams()
+	if d != (LinkParams{MPARev: 2, RTR: RTRWrite, IRD: 16, ORD: 16}) {
+		t.Errorf("defaults %+v", d)
 	}
 }
 
@@ -181,11 +303,13 @@ func TestErrorMapping(t *testing.T) {
 }
 
 func TestJSONKeys(t *testing.T) {
-	b, err := json.Marshal(Link{Index: 1, Name: "iw0", Netdev: "eth0", Ifindex: 2, State: LinkUp, Flags: FlagCRC})
+	b, err := json.Marshal(Link{Index: 1, Name: "iw0", Netdev: "eth0", Ifindex: 2, State: LinkUp, Flags: FlagCRC,
+		MPARev: 2, RTR: RTRRead, IRD: 16, ORD: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"index":1,"name":"iw0","netdev":"eth0","ifindex":2,"state":"up","flags":["crc"]}`
+	want := `{"index":1,"name":"iw0","netdev":"eth0","ifindex":2,"state":"up","flags":["crc"],` +
+		`"mpa_rev":2,"rtr":"read","ird":16,"ord":8}`
 	if string(b) != want {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // Package ctl is the Go client of the iwarp kernel module's generic netlink
-// family: it creates, deletes and lists links (an iWARP device bound to a
-// netdev) and follows the family's event stream.
+// family: it creates, changes, deletes and lists links (an iWARP device bound
+// to a netdev), follows the family's event stream, and lists the verbs
+// resources (MRs, CQs, QPs) of the contexts opened in its namespace.
 //
 // A Client acts in the network namespace it was opened in. Kernel rejections
 // come back as *Error, carrying the kernel's extended-ack message (which names

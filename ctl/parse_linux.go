@@ -42,6 +42,14 @@ func parseLinkAttrs(b []byte, l *Link) (EventReason, error) {
 			l.State = LinkState(ad.Uint8())
 		case netlinkproto.AttrLinkFlags:
 			l.Flags = LinkFlags(ad.Uint32())
+		case netlinkproto.AttrLinkMPARev:
+			l.MPARev = ad.Uint8()
+		case netlinkproto.AttrLinkRTR:
+			l.RTR = RTR(ad.Uint8())
+		case netlinkproto.AttrLinkIRD:
+			l.IRD = ad.Uint32()
+		case netlinkproto.AttrLinkORD:
+			l.ORD = ad.Uint32()
 		case netlinkproto.AttrEventReason:
 			reason = EventReason(ad.Uint32())
 		}
@@ -68,4 +76,95 @@ func parseEvent(m genetlink.Message) (Event, error) {
 	r, err := parseLinkAttrs(m.Data, &ev.Link)
 	ev.Reason = r
 	return ev, err
+}
+
+// parseOwned decodes a resource message: the owner's attributes go to o,
+// the others to fn. The attribute named by key must be present.
+func parseOwned(b []byte, o *Owner, key uint16, fn func(ad *netlink.AttributeDecoder)) error {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return err
+	}
+	seen := false
+	for ad.Next() {
+		switch ad.Type() {
+		case netlinkproto.AttrCtxID:
+			o.Ctx = ad.Uint32()
+		case netlinkproto.AttrOwnerPID:
+			o.PID = ad.Uint32()
+		case netlinkproto.AttrOwnerComm:
+			o.Comm = ad.String()
+		default:
+			if ad.Type() == key {
+				seen = true
+			}
+			fn(ad)
+		}
+	}
+	if err := ad.Err(); err != nil {
+		return err
+	}
+	if !seen {
+		return fmt.Errorf("message without %s", netlinkproto.AttrNames[key])
+	}
+	return nil
+}
+
+func parseMR(b []byte) (MR, error) {
+	var mr MR
+	err := parseOwned(b, &mr.Owner, netlinkproto.AttrMRSTag, func(ad *netlink.AttributeDecoder) {
+		switch ad.Type() {
+		case netlinkproto.AttrMRSTag:
+			mr.STag = ad.Uint32()
+		case netlinkproto.AttrPDID:
+			mr.PD = ad.Uint32()
+		case netlinkproto.AttrMRAddr:
+			mr.Addr = ad.Uint64()
+		case netlinkproto.AttrMRLength:
+			mr.Length = ad.Uint64()
+		case netlinkproto.AttrMRAccess:
+			mr.Access = MRAccess(ad.Uint32())
+		}
+	})
+	return mr, err
+}
+
+func parseCQ(b []byte) (CQ, error) {
+	var cq CQ
+	err := parseOwned(b, &cq.Owner, netlinkproto.AttrCQID, func(ad *netlink.AttributeDecoder) {
+		switch ad.Type() {
+		case netlinkproto.AttrCQID:
+			cq.ID = ad.Uint32()
+		case netlinkproto.AttrCQEntries:
+			cq.Entries = ad.Uint32()
+		case netlinkproto.AttrCQHead:
+			cq.Head = ad.Uint32()
+		case netlinkproto.AttrCQTail:
+			cq.Tail = ad.Uint32()
+		}
+	})
+	return cq, err
+}
+
+func parseQP(b []byte) (QP, error) {
+	var qp QP
+	err := parseOwned(b, &qp.Owner, netlinkproto.AttrQPID, func(ad *netlink.AttributeDecoder) {
+		switch ad.Type() {
+		case netlinkproto.AttrQPID:
+			qp.ID = ad.Uint32()
+		case netlinkproto.AttrPDID:
+			qp.PD = ad.Uint32()
+		case netlinkproto.AttrQPSendCQ:
+			qp.SendCQ = ad.Uint32()
+		case netlinkproto.AttrQPRecvCQ:
+			qp.RecvCQ = ad.Uint32()
+		case netlinkproto.AttrQPSQEntries:
+			qp.SQEntries = ad.Uint32()
+		case netlinkproto.AttrQPRQEntries:
+			qp.RQEntries = ad.Uint32()
+		case netlinkproto.AttrQPState:
+			qp.State = QPState(ad.Uint8())
+		}
+	})
+	return qp, err
 }

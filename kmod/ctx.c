@@ -9,11 +9,14 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/nsproxy.h>
+#include <linux/pid.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <net/net_namespace.h>
 #include <net/netlink.h>
 
 #include "cq.h"
@@ -24,6 +27,10 @@
 #include "verbs.h"
 
 #define IWARP_EVENT_PDATA_MAX	(IWARP_EVENT_MAX - sizeof(struct iwarp_event))
+
+/* Open contexts by id; entries are removed at close, before teardown. */
+static DEFINE_XARRAY_ALLOC1(iwarp_ctxs);
+static u32 iwarp_ctx_next_id;
 
 struct iwarp_ctx_event {
 	struct list_head node;
@@ -38,6 +45,8 @@ static void iwarp_ctx_release_ref(struct kref *ref)
 	xa_destroy(&ctx->mrs);
 	xa_destroy(&ctx->cqs);
 	xa_destroy(&ctx->qps);
+	put_pid(ctx->owner);
+	put_net(ctx->net);
 	mutex_destroy(&ctx->lock);
 	mutex_destroy(&ctx->read_lock);
 	kfree(ctx);
@@ -58,6 +67,19 @@ int iwarp_ctx_lock(struct iwarp_ctx *ctx, struct netlink_ext_ack *extack)
 		return -EBADF;
 	}
 	return 0;
+}
+
+struct iwarp_ctx *iwarp_ctx_find_next(unsigned long *id)
+{
+	struct iwarp_ctx *ctx;
+
+	/* close() erases the entry before it drops its reference. */
+	xa_lock(&iwarp_ctxs);
+	ctx = xa_find(&iwarp_ctxs, id, ULONG_MAX, XA_PRESENT);
+	if (ctx)
+		iwarp_ctx_get(ctx);
+	xa_unlock(&iwarp_ctxs);
+	return ctx;
 }
 
 struct iwarp_ctx *iwarp_ctx_from_fd(int fd, struct netlink_ext_ack *extack)
@@ -304,7 +326,15 @@ struct iwarp_ctx *iwarp_ctx_alloc(void)
 	INIT_LIST_HEAD(&ctx->events);
 	mutex_init(&ctx->read_lock);
 	init_waitqueue_head(&ctx->wait);
+	ctx->net = get_net(current->nsproxy->net_ns);
+	ctx->owner = get_task_pid(current, PIDTYPE_TGID);
+	get_task_comm(ctx->comm, current);
 	atomic_inc(&iwarp_verbs_live.ctxs);
+	if (xa_alloc_cyclic(&iwarp_ctxs, &ctx->id, ctx, xa_limit_32b, &iwarp_ctx_next_id,
+			    GFP_KERNEL) < 0) {
+		iwarp_ctx_put(ctx);
+		return NULL;
+	}
 	return ctx;
 }
 
@@ -318,6 +348,7 @@ void iwarp_ctx_close(struct iwarp_ctx *ctx)
 	mutex_lock(&ctx->lock);
 	ctx->dead = true;
 	mutex_unlock(&ctx->lock);
+	xa_erase(&iwarp_ctxs, ctx->id);
 
 	iwarp_qp_destroy_all(ctx);
 	iwarp_cq_destroy_all(ctx);

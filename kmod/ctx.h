@@ -17,6 +17,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -24,7 +25,9 @@
 
 #include "iwarp_abi.h"
 
+struct net;
 struct netlink_ext_ack;
+struct pid;
 
 /* Per-context id ranges (PD and CQ ids are per context). */
 #define IWARP_CTX_MAX_ID	0xffffffU
@@ -33,6 +36,10 @@ struct netlink_ext_ack;
 
 struct iwarp_ctx {
 	struct kref ref;
+	u32 id;				/* in iwarp_ctxs until closed */
+	struct net *net;		/* held: the opener's network namespace */
+	struct pid *owner;		/* held: the opener's thread group */
+	char comm[TASK_COMM_LEN];	/* the opener's, at open */
 	struct mutex lock;		/* resources below, dead */
 	bool dead;			/* release() ran: no new resources */
 	struct xarray pds;		/* id -> struct iwarp_pd */
@@ -74,6 +81,14 @@ void iwarp_ctx_exit(void);
  */
 struct iwarp_ctx *iwarp_ctx_alloc(void);
 void iwarp_ctx_close(struct iwarp_ctx *ctx);
+
+/*
+ * Every context from open() to close, by id, for observability (resource
+ * dumps): with @id at or above *@id, returns the first one with a reference
+ * and sets *@id to its id, or NULL. Its resources are only stable under
+ * ctx->lock, and only while !ctx->dead.
+ */
+struct iwarp_ctx *iwarp_ctx_find_next(unsigned long *id);
 
 /*
  * Resolves @fd (IWARP_A_CTX_FD) in the current task's file table and returns

@@ -65,8 +65,20 @@ static struct iwarp_link *iwarp_link_find_dev(const struct net_device *dev)
 	return NULL;
 }
 
+void iwarp_link_params_default(struct iwarp_link_params *params)
+{
+	*params = (struct iwarp_link_params) {
+		.flags = 0,
+		.mpa_rev = IWARP_LINK_MPA_REV_DEFAULT,
+		.rtr = IWARP_RTR_WRITE,
+		.ird = IWARP_LINK_RD_DEFAULT,
+		.ord = IWARP_LINK_RD_DEFAULT,
+	};
+}
+
 struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
-				     u32 flags, struct netlink_ext_ack *extack)
+				     const struct iwarp_link_params *params,
+				     struct netlink_ext_ack *extack)
 {
 	struct iwarp_link *link;
 	int err;
@@ -102,7 +114,7 @@ struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
 	strscpy(link->name, name, sizeof(link->name));
 	strscpy(link->netdev_name, dev->name, sizeof(link->netdev_name));
 	link->ifindex = dev->ifindex;
-	link->flags = flags;
+	link->params = *params;
 	link->state = iwarp_link_oper_state(dev);
 	link->index = iwarp_next_index++;
 	link->netdev = dev;
@@ -147,6 +159,22 @@ int iwarp_link_delete(struct net *net, const char *name, struct netlink_ext_ack 
 	}
 	mutex_unlock(&iwarp_links_lock);
 	return err;
+}
+
+void iwarp_link_set(struct iwarp_link *link, const struct iwarp_link_params *params, u32 mask)
+{
+	lockdep_assert_held(&iwarp_links_lock);
+	if (mask & IWARP_LINK_SET_FLAGS)
+		link->params.flags = params->flags;
+	if (mask & IWARP_LINK_SET_MPA_REV)
+		link->params.mpa_rev = params->mpa_rev;
+	if (mask & IWARP_LINK_SET_RTR)
+		link->params.rtr = params->rtr;
+	if (mask & IWARP_LINK_SET_IRD)
+		link->params.ird = params->ird;
+	if (mask & IWARP_LINK_SET_ORD)
+		link->params.ord = params->ord;
+	iwarp_nl_notify_link(link, IWARP_CMD_LINK_NEW, IWARP_EVENT_REASON_STATE_CHANGE);
 }
 
 static int iwarp_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)

@@ -6,18 +6,42 @@
 #ifndef _IWARP_LINK_H
 #define _IWARP_LINK_H
 
+#include <linux/bits.h>
 #include <linux/list.h>
 #include <linux/netdevice.h>
 #include <linux/types.h>
 
 #define IWARP_LINK_NAME_MAX 15
 
+/* Limits and defaults of the per-link MPA parameters. */
+#define IWARP_LINK_MPA_REV_DEFAULT	2
+#define IWARP_LINK_RD_MAX		16383	/* RFC 6581: 14-bit IRD and ORD */
+#define IWARP_LINK_RD_DEFAULT		16
+
+/* MPA defaults of the connections made on a link. */
+struct iwarp_link_params {
+	u32 flags;			/* IWARP_LINK_F_* */
+	u8 mpa_rev;			/* 1 or 2 */
+	u8 rtr;				/* enum iwarp_rtr */
+	u32 ird;			/* 1..IWARP_LINK_RD_MAX */
+	u32 ord;			/* 1..IWARP_LINK_RD_MAX */
+};
+
+/* Which members of struct iwarp_link_params iwarp_link_set() changes. */
+enum {
+	IWARP_LINK_SET_FLAGS = BIT(0),
+	IWARP_LINK_SET_MPA_REV = BIT(1),
+	IWARP_LINK_SET_RTR = BIT(2),
+	IWARP_LINK_SET_IRD = BIT(3),
+	IWARP_LINK_SET_ORD = BIT(4),
+};
+
 struct iwarp_link {
 	struct list_head list;		/* iwarp_links, ordered by index */
 	struct net_device *netdev;	/* held while the link exists */
 	netdevice_tracker dev_tracker;
 	u32 index;
-	u32 flags;			/* IWARP_LINK_F_* */
+	struct iwarp_link_params params;	/* iwarp_links_lock */
 	u8 state;			/* enum iwarp_link_state */
 	char name[IWARP_LINK_NAME_MAX + 1];
 	char netdev_name[IFNAMSIZ];	/* snapshot, updated on rename */
@@ -33,8 +57,19 @@ void iwarp_link_exit(void);
  * unregistered in between). Lookup and iteration need iwarp_links_lock.
  */
 struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
-				     u32 flags, struct netlink_ext_ack *extack);
+				     const struct iwarp_link_params *params,
+				     struct netlink_ext_ack *extack);
 int iwarp_link_delete(struct net *net, const char *name, struct netlink_ext_ack *extack);
+
+/* The default MPA parameters of a new link. */
+void iwarp_link_params_default(struct iwarp_link_params *params);
+
+/*
+ * With iwarp_links_lock held: replaces the members of the link's parameters
+ * selected by @mask (IWARP_LINK_SET_*; values already checked) and notifies
+ * with reason STATE_CHANGE.
+ */
+void iwarp_link_set(struct iwarp_link *link, const struct iwarp_link_params *params, u32 mask);
 
 extern struct mutex iwarp_links_lock;
 extern struct list_head iwarp_links;

@@ -28,7 +28,11 @@ static int iwarp_nl_fill_link(struct sk_buff *skb, const struct iwarp_link *link
 	    nla_put_u32(skb, IWARP_A_LINK_IFINDEX, link->ifindex) ||
 	    nla_put_string(skb, IWARP_A_LINK_NETDEV, link->netdev_name) ||
 	    nla_put_u8(skb, IWARP_A_LINK_STATE, link->state) ||
-	    nla_put_u32(skb, IWARP_A_LINK_FLAGS, link->flags) ||
+	    nla_put_u32(skb, IWARP_A_LINK_FLAGS, link->params.flags) ||
+	    nla_put_u8(skb, IWARP_A_LINK_MPA_REV, link->params.mpa_rev) ||
+	    nla_put_u8(skb, IWARP_A_LINK_RTR, link->params.rtr) ||
+	    nla_put_u32(skb, IWARP_A_LINK_IRD, link->params.ird) ||
+	    nla_put_u32(skb, IWARP_A_LINK_ORD, link->params.ord) ||
 	    (reason && nla_put_u32(skb, IWARP_A_EVENT_REASON, reason))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
@@ -110,21 +114,71 @@ static int iwarp_nl_link_name(struct genl_info *info, char *name, size_t size)
 	return 0;
 }
 
+/*
+ * Reads the MPA parameters present in the request into @params, checking
+ * what the generated code does not (ranges); returns IWARP_LINK_SET_* bits
+ * of the attributes present, or a negative errno.
+ */
+static int iwarp_nl_link_params(struct genl_info *info, struct iwarp_link_params *params)
+{
+	struct nlattr **attrs = info->attrs;
+	int mask = 0;
+
+	if (attrs[IWARP_A_LINK_FLAGS]) {
+		params->flags = nla_get_u32(attrs[IWARP_A_LINK_FLAGS]);
+		mask |= IWARP_LINK_SET_FLAGS;
+	}
+	if (attrs[IWARP_A_LINK_MPA_REV]) {
+		params->mpa_rev = nla_get_u8(attrs[IWARP_A_LINK_MPA_REV]);
+		if (params->mpa_rev != 1 && params->mpa_rev != 2) {
+			NL_SET_ERR_MSG_ATTR(info->extack, attrs[IWARP_A_LINK_MPA_REV],
+					    "IWARP_A_LINK_MPA_REV: must be 1 or 2");
+			return -EINVAL;
+		}
+		mask |= IWARP_LINK_SET_MPA_REV;
+	}
+	if (attrs[IWARP_A_LINK_RTR]) {
+		params->rtr = nla_get_u8(attrs[IWARP_A_LINK_RTR]);
+		mask |= IWARP_LINK_SET_RTR;
+	}
+	if (attrs[IWARP_A_LINK_IRD]) {
+		params->ird = nla_get_u32(attrs[IWARP_A_LINK_IRD]);
+		if (!params->ird || params->ird > IWARP_LINK_RD_MAX) {
+			NL_SET_ERR_MSG_ATTR(info->extack, attrs[IWARP_A_LINK_IRD],
+					    "IWARP_A_LINK_IRD: must be 1 to 16383");
+			return -EINVAL;
+		}
+		mask |= IWARP_LINK_SET_IRD;
+	}
+	if (attrs[IWARP_A_LINK_ORD]) {
+		params->ord = nla_get_u32(attrs[IWARP_A_LINK_ORD]);
+		if (!params->ord || params->ord > IWARP_LINK_RD_MAX) {
+			NL_SET_ERR_MSG_ATTR(info->extack, attrs[IWARP_A_LINK_ORD],
+					    "IWARP_A_LINK_ORD: must be 1 to 16383");
+			return -EINVAL;
+		}
+		mask |= IWARP_LINK_SET_ORD;
+	}
+	return mask;
+}
+
 int iwarp_nl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct net *net = genl_info_net(info);
 	char name[IWARP_LINK_NAME_MAX + 1];
 	struct iwarp_link *link;
+	struct iwarp_link_params params;
 	struct net_device *dev;
 	struct sk_buff *msg;
-	u32 flags = 0;
 	int err;
 
 	err = iwarp_nl_link_name(info, name, sizeof(name));
 	if (err)
 		return err;
-	if (info->attrs[IWARP_A_LINK_FLAGS])
-		flags = nla_get_u32(info->attrs[IWARP_A_LINK_FLAGS]);
+	iwarp_link_params_default(&params);
+	err = iwarp_nl_link_params(info, &params);
+	if (err < 0)
+		return err;
 
 	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!msg)
@@ -136,7 +190,7 @@ int iwarp_nl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 		err = PTR_ERR(dev);
 		goto err_unlock;
 	}
-	link = iwarp_link_create(dev, name, flags, info->extack);
+	link = iwarp_link_create(dev, name, &params, info->extack);
 	if (IS_ERR(link)) {
 		err = PTR_ERR(link);
 		goto err_unlock;
@@ -170,6 +224,48 @@ int iwarp_nl_link_del_doit(struct sk_buff *skb, struct genl_info *info)
 	err = iwarp_link_delete(genl_info_net(info), name, info->extack);
 	rtnl_unlock();
 	return err;
+}
+
+int iwarp_nl_link_set_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct iwarp_link_params params = {};
+	char name[IWARP_LINK_NAME_MAX + 1];
+	struct iwarp_link *link;
+	struct sk_buff *msg;
+	int mask, err;
+
+	err = iwarp_nl_link_name(info, name, sizeof(name));
+	if (err)
+		return err;
+	mask = iwarp_nl_link_params(info, &params);
+	if (mask < 0)
+		return mask;
+	if (!mask) {
+		NL_SET_ERR_MSG(info->extack,
+			       "IWARP_A_LINK_FLAGS, IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD or IWARP_A_LINK_ORD: one is required");
+		return -EINVAL;
+	}
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+
+	mutex_lock(&iwarp_links_lock);
+	link = iwarp_link_find(genl_info_net(info), name);
+	if (link) {
+		iwarp_link_set(link, &params, mask);
+		err = iwarp_nl_fill_link(msg, link, info->snd_portid, info->snd_seq, 0,
+					 IWARP_CMD_LINK_SET, IWARP_EVENT_REASON_NONE);
+	} else {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[IWARP_A_LINK_NAME],
+				    "IWARP_A_LINK_NAME: no such link in this network namespace");
+		err = -ENOENT;
+	}
+	mutex_unlock(&iwarp_links_lock);
+	if (err) {
+		nlmsg_free(msg);
+		return err;
+	}
+	return genlmsg_reply(msg, info);
 }
 
 int iwarp_nl_link_get_doit(struct sk_buff *skb, struct genl_info *info)

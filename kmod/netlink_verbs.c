@@ -9,7 +9,10 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/pid.h>
 #include <net/genetlink.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
 
 #include "cq.h"
 #include "ctx.h"
@@ -334,4 +337,186 @@ int iwarp_nl_qp_destroy_doit(struct sk_buff *skb, struct genl_info *info)
 		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_QP_ID]);
 	iwarp_ctx_put(ctx);
 	return err;
+}
+
+/* ------------------------------------------------------------------ dumps */
+
+enum iwarp_nl_res {
+	IWARP_NL_RES_MR,
+	IWARP_NL_RES_CQ,
+	IWARP_NL_RES_QP,
+};
+
+/* Starts a dump message with the owner's attributes. */
+static void *iwarp_nl_res_start(struct sk_buff *skb, struct netlink_callback *cb,
+				const struct iwarp_ctx *ctx, u8 cmd)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &iwarp_nl_family, NLM_F_MULTI, cmd);
+	if (!hdr)
+		return NULL;
+	if (nla_put_u32(skb, IWARP_A_CTX_ID, ctx->id) ||
+	    nla_put_u32(skb, IWARP_A_OWNER_PID, pid_vnr(ctx->owner)) ||
+	    nla_put_string(skb, IWARP_A_OWNER_COMM, ctx->comm)) {
+		genlmsg_cancel(skb, hdr);
+		return NULL;
+	}
+	return hdr;
+}
+
+/* Ends a dump message, or cancels it if it did not fit. */
+static int iwarp_nl_res_end(struct sk_buff *skb, void *hdr, bool full)
+{
+	if (full) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+static int iwarp_nl_fill_mr_dump(struct sk_buff *skb, struct netlink_callback *cb,
+				 const struct iwarp_ctx *ctx, const struct iwarp_mr *mr)
+{
+	void *hdr = iwarp_nl_res_start(skb, cb, ctx, IWARP_CMD_MR_GET);
+	bool full;
+
+	if (!hdr)
+		return -EMSGSIZE;
+	full = nla_put_u32(skb, IWARP_A_MR_STAG, mr->stag) ||
+	       nla_put_u32(skb, IWARP_A_PD_ID, mr->pd->id) ||
+	       nla_put_u64_64bit(skb, IWARP_A_MR_ADDR, mr->addr, IWARP_A_UNSPEC) ||
+	       nla_put_u64_64bit(skb, IWARP_A_MR_LENGTH, mr->length, IWARP_A_UNSPEC) ||
+	       nla_put_u32(skb, IWARP_A_MR_ACCESS, mr->access);
+	return iwarp_nl_res_end(skb, hdr, full);
+}
+
+static int iwarp_nl_fill_cq_dump(struct sk_buff *skb, struct netlink_callback *cb,
+				 const struct iwarp_ctx *ctx, const struct iwarp_cq *cq)
+{
+	void *hdr = iwarp_nl_res_start(skb, cb, ctx, IWARP_CMD_CQ_GET);
+	bool full;
+
+	if (!hdr)
+		return -EMSGSIZE;
+	/* Snapshots: the producer may post meanwhile, the user may write tail. */
+	full = nla_put_u32(skb, IWARP_A_CQ_ID, cq->id) ||
+	       nla_put_u32(skb, IWARP_A_CQ_ENTRIES, cq->ring.entries) ||
+	       nla_put_u32(skb, IWARP_A_CQ_HEAD, READ_ONCE(cq->head)) ||
+	       nla_put_u32(skb, IWARP_A_CQ_TAIL, READ_ONCE(cq->ring.ctrl->tail));
+	return iwarp_nl_res_end(skb, hdr, full);
+}
+
+static int iwarp_nl_fill_qp_dump(struct sk_buff *skb, struct netlink_callback *cb,
+				 const struct iwarp_ctx *ctx, const struct iwarp_qp *qp)
+{
+	void *hdr = iwarp_nl_res_start(skb, cb, ctx, IWARP_CMD_QP_GET);
+	bool full;
+
+	if (!hdr)
+		return -EMSGSIZE;
+	full = nla_put_u32(skb, IWARP_A_QP_ID, qp->id) ||
+	       nla_put_u32(skb, IWARP_A_PD_ID, qp->pd->id) ||
+	       nla_put_u32(skb, IWARP_A_QP_SEND_CQ, qp->send_cq->id) ||
+	       nla_put_u32(skb, IWARP_A_QP_RECV_CQ, qp->recv_cq->id) ||
+	       nla_put_u32(skb, IWARP_A_QP_SQ_ENTRIES, qp->sq.entries) ||
+	       nla_put_u32(skb, IWARP_A_QP_RQ_ENTRIES, qp->rq.entries) ||
+	       nla_put_u8(skb, IWARP_A_QP_STATE, READ_ONCE(qp->state));
+	return iwarp_nl_res_end(skb, hdr, full);
+}
+
+/*
+ * With ctx->lock held (the context not dead): fills the context's objects
+ * of one kind from index cb->args[1] on, advancing it past each one sent.
+ */
+static int iwarp_nl_res_fill_ctx(struct sk_buff *skb, struct netlink_callback *cb,
+				 struct iwarp_ctx *ctx, enum iwarp_nl_res res)
+{
+	unsigned long index;
+	struct iwarp_mr *mr;
+	struct iwarp_cq *cq;
+	struct iwarp_qp *qp;
+	int err = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	switch (res) {
+	case IWARP_NL_RES_MR:
+		xa_for_each_start(&ctx->mrs, index, mr, cb->args[1]) {
+			err = iwarp_nl_fill_mr_dump(skb, cb, ctx, mr);
+			if (err)
+				break;
+			cb->args[1] = index + 1;
+		}
+		break;
+	case IWARP_NL_RES_CQ:
+		xa_for_each_start(&ctx->cqs, index, cq, cb->args[1]) {
+			err = iwarp_nl_fill_cq_dump(skb, cb, ctx, cq);
+			if (err)
+				break;
+			cb->args[1] = index + 1;
+		}
+		break;
+	case IWARP_NL_RES_QP:
+		xa_for_each_start(&ctx->qps, index, qp, cb->args[1]) {
+			err = iwarp_nl_fill_qp_dump(skb, cb, ctx, qp);
+			if (err)
+				break;
+			cb->args[1] = index + 1;
+		}
+		break;
+	}
+	return err;
+}
+
+/*
+ * Every object of one kind of the contexts opened in the caller's network
+ * namespace. cb->args[0]: id of the context being dumped; cb->args[1]: the
+ * next object index in it. A context closed between two parts of a dump
+ * is skipped; objects created meanwhile may or may not be reported.
+ */
+static int iwarp_nl_res_dump(struct sk_buff *skb, struct netlink_callback *cb,
+			     enum iwarp_nl_res res)
+{
+	struct net *net = sock_net(cb->skb->sk);
+	unsigned long id = cb->args[0];
+	struct iwarp_ctx *ctx;
+	int err = 0;
+
+	while ((ctx = iwarp_ctx_find_next(&id))) {
+		if (id != cb->args[0]) {
+			cb->args[0] = id;
+			cb->args[1] = 0;
+		}
+		if (net_eq(ctx->net, net)) {
+			mutex_lock(&ctx->lock);
+			if (!ctx->dead)
+				err = iwarp_nl_res_fill_ctx(skb, cb, ctx, res);
+			mutex_unlock(&ctx->lock);
+		}
+		iwarp_ctx_put(ctx);
+		if (err)
+			break;
+		id++;
+	}
+	/* A full skb ends this part of the dump; the next call resumes. */
+	if (err == -EMSGSIZE && skb->len)
+		return skb->len;
+	return err ?: skb->len;
+}
+
+int iwarp_nl_mr_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	return iwarp_nl_res_dump(skb, cb, IWARP_NL_RES_MR);
+}
+
+int iwarp_nl_cq_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	return iwarp_nl_res_dump(skb, cb, IWARP_NL_RES_CQ);
+}
+
+int iwarp_nl_qp_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	return iwarp_nl_res_dump(skb, cb, IWARP_NL_RES_QP);
 }

@@ -222,6 +222,73 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -EINVAL;
 		}
 		return 0;
+	case IWARP_A_LINK_MPA_REV:
+		if (nla_len(nla) != 1) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_LINK_MPA_REV: must be a u8 (1 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_LINK_RTR:
+		if (nla_len(nla) != 1) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_LINK_RTR: must be a u8 (1 bytes)");
+			return -EINVAL;
+		}
+		if (nla_get_u8(nla) > IWARP_RTR_MAX) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_LINK_RTR: unknown value");
+			return -ERANGE;
+		}
+		return 0;
+	case IWARP_A_LINK_IRD:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_LINK_IRD: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_LINK_ORD:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_LINK_ORD: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CTX_ID:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CTX_ID: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_OWNER_PID:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_OWNER_PID: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_OWNER_COMM:
+		switch (iwarp_nla_string(nla, 15)) {
+		case IWARP_NLA_STR_OK:
+			return 0;
+		case IWARP_NLA_STR_EMPTY:
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_OWNER_COMM: empty");
+			return -EINVAL;
+		case IWARP_NLA_STR_LONG:
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_OWNER_COMM: longer than 15 bytes");
+			return -ENAMETOOLONG;
+		case IWARP_NLA_STR_NUL:
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_OWNER_COMM: contains a NUL byte");
+			return -EINVAL;
+		}
+		return -EINVAL;
+	case IWARP_A_CQ_HEAD:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CQ_HEAD: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CQ_TAIL:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CQ_TAIL: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 0;
 }
@@ -231,6 +298,10 @@ static const struct nla_policy iwarp_link_new_policy[IWARP_A_MAX + 1] = {
 	[IWARP_A_LINK_IFINDEX] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_LINK_NETDEV] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_LINK_FLAGS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_MPA_REV] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_RTR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_IRD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_ORD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 };
 
 static const struct nla_policy iwarp_link_del_policy[IWARP_A_MAX + 1] = {
@@ -285,6 +356,24 @@ static const struct nla_policy iwarp_qp_create_policy[IWARP_A_MAX + 1] = {
 static const struct nla_policy iwarp_qp_destroy_policy[IWARP_A_MAX + 1] = {
 	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_QP_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_link_set_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_LINK_NAME] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_FLAGS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_MPA_REV] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_RTR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_IRD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_ORD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_mr_get_policy[IWARP_A_MAX + 1] = {
+};
+
+static const struct nla_policy iwarp_cq_get_policy[IWARP_A_MAX + 1] = {
+};
+
+static const struct nla_policy iwarp_qp_get_policy[IWARP_A_MAX + 1] = {
 };
 
 static int iwarp_nl_pre_doit(const struct genl_ops *ops, struct sk_buff *skb,
@@ -409,6 +498,12 @@ static int iwarp_nl_pre_doit(const struct genl_ops *ops, struct sk_buff *skb,
 			return -EINVAL;
 		}
 		break;
+	case IWARP_CMD_LINK_SET:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_LINK_NAME)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_LINK_NAME: required");
+			return -EINVAL;
+		}
+		break;
 	}
 	return 0;
 }
@@ -481,6 +576,31 @@ static const struct genl_ops iwarp_nl_ops[] = {
 		.cmd = IWARP_CMD_QP_DESTROY,
 		.doit = iwarp_nl_qp_destroy_doit,
 		.policy = iwarp_qp_destroy_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_LINK_SET,
+		.doit = iwarp_nl_link_set_doit,
+		.policy = iwarp_link_set_policy,
+		.maxattr = IWARP_A_MAX,
+		.flags = GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd = IWARP_CMD_MR_GET,
+		.dumpit = iwarp_nl_mr_get_dumpit,
+		.policy = iwarp_mr_get_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_CQ_GET,
+		.dumpit = iwarp_nl_cq_get_dumpit,
+		.policy = iwarp_cq_get_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_QP_GET,
+		.dumpit = iwarp_nl_qp_get_dumpit,
+		.policy = iwarp_qp_get_policy,
 		.maxattr = IWARP_A_MAX,
 	},
 };

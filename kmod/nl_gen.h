@@ -28,5 +28,9 @@ int iwarp_nl_cq_create_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_cq_destroy_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_qp_create_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_qp_destroy_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_link_set_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_mr_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
+int iwarp_nl_cq_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
+int iwarp_nl_qp_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
 
 #endif /* _IWARP_NL_GEN_H */

@@ -30,7 +30,11 @@ const (
 	CmdCQDestroy uint8 = 9  // IWARP_CMD_CQ_DESTROY
 	CmdQPCreate  uint8 = 10 // IWARP_CMD_QP_CREATE
 	CmdQPDestroy uint8 = 11 // IWARP_CMD_QP_DESTROY
-	CmdMax       uint8 = 11
+	CmdLinkSet   uint8 = 12 // IWARP_CMD_LINK_SET
+	CmdMRGet     uint8 = 13 // IWARP_CMD_MR_GET
+	CmdCQGet     uint8 = 14 // IWARP_CMD_CQ_GET
+	CmdQPGet     uint8 = 15 // IWARP_CMD_QP_GET
+	CmdMax       uint8 = 15
 )
 
 // Attributes (enum iwarp_attr).
@@ -61,7 +65,16 @@ const (
 	AttrMmapSize     uint16 = 23 // IWARP_A_MMAP_SIZE
 	AttrRQMmapOffset uint16 = 24 // IWARP_A_RQ_MMAP_OFFSET
 	AttrRQMmapSize   uint16 = 25 // IWARP_A_RQ_MMAP_SIZE
-	AttrMax          uint16 = 25
+	AttrLinkMPARev   uint16 = 26 // IWARP_A_LINK_MPA_REV
+	AttrLinkRTR      uint16 = 27 // IWARP_A_LINK_RTR
+	AttrLinkIRD      uint16 = 28 // IWARP_A_LINK_IRD
+	AttrLinkORD      uint16 = 29 // IWARP_A_LINK_ORD
+	AttrCtxID        uint16 = 30 // IWARP_A_CTX_ID
+	AttrOwnerPID     uint16 = 31 // IWARP_A_OWNER_PID
+	AttrOwnerComm    uint16 = 32 // IWARP_A_OWNER_COMM
+	AttrCQHead       uint16 = 33 // IWARP_A_CQ_HEAD
+	AttrCQTail       uint16 = 34 // IWARP_A_CQ_TAIL
+	AttrMax          uint16 = 34
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -89,6 +102,14 @@ const (
 	LinkFMarkers uint32 = 1 << 1 // IWARP_LINK_F_MARKERS
 	LinkFP2P     uint32 = 1 << 2 // IWARP_LINK_F_P2P
 	LinkFAll     uint32 = 1<<3 - 1
+)
+
+// RTR: RFC 6581 ready-to-receive message an initiator sends in peer-to-peer mode. (enum iwarp_rtr).
+const (
+	RTRWrite uint32 = 0 // IWARP_RTR_WRITE
+	RTRRead  uint32 = 1 // IWARP_RTR_READ
+	RTRSend  uint32 = 2 // IWARP_RTR_SEND
+	RTRMax   uint32 = 2
 )
 
 // MRAccessFlags: Access rights of a memory region. Local read is always allowed. (enum iwarp_mr_access_flags).
@@ -137,6 +158,15 @@ var AttrNames = map[uint16]string{
 	23: "IWARP_A_MMAP_SIZE",
 	24: "IWARP_A_RQ_MMAP_OFFSET",
 	25: "IWARP_A_RQ_MMAP_SIZE",
+	26: "IWARP_A_LINK_MPA_REV",
+	27: "IWARP_A_LINK_RTR",
+	28: "IWARP_A_LINK_IRD",
+	29: "IWARP_A_LINK_ORD",
+	30: "IWARP_A_CTX_ID",
+	31: "IWARP_A_OWNER_PID",
+	32: "IWARP_A_OWNER_COMM",
+	33: "IWARP_A_CQ_HEAD",
+	34: "IWARP_A_CQ_TAIL",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -152,6 +182,10 @@ var CNames = map[string]uint64{
 	"IWARP_CMD_CQ_DESTROY":                 9,
 	"IWARP_CMD_QP_CREATE":                  10,
 	"IWARP_CMD_QP_DESTROY":                 11,
+	"IWARP_CMD_LINK_SET":                   12,
+	"IWARP_CMD_MR_GET":                     13,
+	"IWARP_CMD_CQ_GET":                     14,
+	"IWARP_CMD_QP_GET":                     15,
 	"IWARP_A_LINK_INDEX":                   1,
 	"IWARP_A_LINK_NAME":                    2,
 	"IWARP_A_LINK_IFINDEX":                 3,
@@ -177,6 +211,15 @@ var CNames = map[string]uint64{
 	"IWARP_A_MMAP_SIZE":                    23,
 	"IWARP_A_RQ_MMAP_OFFSET":               24,
 	"IWARP_A_RQ_MMAP_SIZE":                 25,
+	"IWARP_A_LINK_MPA_REV":                 26,
+	"IWARP_A_LINK_RTR":                     27,
+	"IWARP_A_LINK_IRD":                     28,
+	"IWARP_A_LINK_ORD":                     29,
+	"IWARP_A_CTX_ID":                       30,
+	"IWARP_A_OWNER_PID":                    31,
+	"IWARP_A_OWNER_COMM":                   32,
+	"IWARP_A_CQ_HEAD":                      33,
+	"IWARP_A_CQ_TAIL":                      34,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,
@@ -189,6 +232,9 @@ var CNames = map[string]uint64{
 	"IWARP_LINK_F_CRC":                     1,
 	"IWARP_LINK_F_MARKERS":                 2,
 	"IWARP_LINK_F_P2P":                     4,
+	"IWARP_RTR_WRITE":                      0,
+	"IWARP_RTR_READ":                       1,
+	"IWARP_RTR_SEND":                       2,
 	"IWARP_MR_ACCESS_F_LOCAL_WRITE":        1,
 	"IWARP_MR_ACCESS_F_REMOTE_READ":        2,
 	"IWARP_MR_ACCESS_F_REMOTE_WRITE":       4,

@@ -9,7 +9,8 @@
  * an iWARP device bound to a network device. A link lives in the network
  * namespace of its netdev and is visible only there; when the netdev is
  * unregistered or moves to another namespace the link is deleted and a
- * IWARP_CMD_LINK_DEL notification is multicast in the old namespace.
+ * IWARP_CMD_LINK_DEL notification is multicast in the old namespace. It also
+ * manages the verbs resources of /dev/iwarp contexts and lists them.
  *
  * Commands that change state need CAP_NET_ADMIN in the user namespace that owns
  * the network namespace (GENL_UNS_ADMIN_PERM); reading needs no privilege.
@@ -56,8 +57,8 @@ enum iwarp_link_state {
  *   the link is gone.
  * @IWARP_EVENT_REASON_NETDEV_NETNS_MOVE: The link's netdev moved to another
  *   network namespace; the link is gone.
- * @IWARP_EVENT_REASON_STATE_CHANGE: The link's operational state or netdev
- *   name changed.
+ * @IWARP_EVENT_REASON_STATE_CHANGE: The link's operational state, netdev name
+ *   or MPA defaults changed.
  * @IWARP_EVENT_REASON_MODULE_UNLOAD: The module is being unloaded; the link is
  *   gone.
  */
@@ -92,6 +93,23 @@ enum iwarp_link_flags {
 
 	__IWARP_LINK_F_ALL = (1U << 3) - 1,
 };
+
+/**
+ * enum iwarp_rtr - RFC 6581 ready-to-receive message an initiator sends in
+ *   peer-to-peer mode.
+ * @IWARP_RTR_WRITE: A zero-length RDMA Write.
+ * @IWARP_RTR_READ: A zero-length RDMA Read.
+ * @IWARP_RTR_SEND: A zero-length Send.
+ */
+enum iwarp_rtr {
+	IWARP_RTR_WRITE = 0,
+	IWARP_RTR_READ = 1,
+	IWARP_RTR_SEND = 2,
+
+	__IWARP_RTR_MAX,
+};
+
+#define IWARP_RTR_MAX (__IWARP_RTR_MAX - 1)
 
 /**
  * enum iwarp_mr_access_flags - Access rights of a memory region. Local read is
@@ -181,6 +199,24 @@ enum iwarp_qp_state {
  * @IWARP_A_RQ_MMAP_OFFSET: u64. Offset to pass to mmap() on the context fd to
  *   map the RQ ring of a QP. Read only.
  * @IWARP_A_RQ_MMAP_SIZE: u64. Length of that mapping. Read only.
+ * @IWARP_A_LINK_MPA_REV: u8. MPA revision to request on the link, 1 or 2
+ *   (default 2). Revision 1 has no enhanced connection setup, so P2P, RTR, IRD
+ *   and ORD are then not negotiated.
+ * @IWARP_A_LINK_RTR: u8 (enum iwarp_rtr). Ready-to-receive message of
+ *   peer-to-peer mode (enum iwarp_rtr, default IWARP_RTR_WRITE).
+ * @IWARP_A_LINK_IRD: u32. Inbound RDMA Read queue depth to offer, 1 to 16383
+ *   (the RFC 6581 14-bit field; default 16).
+ * @IWARP_A_LINK_ORD: u32. Outbound RDMA Read queue depth to ask for, 1 to
+ *   16383 (the RFC 6581 14-bit field; default 16).
+ * @IWARP_A_CTX_ID: u32. Identifier of a verbs context, unique while the module
+ *   is loaded. Read only.
+ * @IWARP_A_OWNER_PID: u32. Process (thread group) that opened the context, in
+ *   the caller's PID namespace; 0 if it is not visible there. Read only.
+ * @IWARP_A_OWNER_COMM: string, at most 15 bytes. Command name of that process
+ *   when it opened the context. Read only.
+ * @IWARP_A_CQ_HEAD: u32. A CQ's producer index (the kernel's). Read only.
+ * @IWARP_A_CQ_TAIL: u32. A CQ's consumer index as user space last wrote it.
+ *   Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -209,6 +245,15 @@ enum iwarp_attr {
 	IWARP_A_MMAP_SIZE = 23,
 	IWARP_A_RQ_MMAP_OFFSET = 24,
 	IWARP_A_RQ_MMAP_SIZE = 25,
+	IWARP_A_LINK_MPA_REV = 26,
+	IWARP_A_LINK_RTR = 27,
+	IWARP_A_LINK_IRD = 28,
+	IWARP_A_LINK_ORD = 29,
+	IWARP_A_CTX_ID = 30,
+	IWARP_A_OWNER_PID = 31,
+	IWARP_A_OWNER_COMM = 32,
+	IWARP_A_CQ_HEAD = 33,
+	IWARP_A_CQ_TAIL = 34,
 
 	__IWARP_A_MAX,
 };
@@ -219,16 +264,26 @@ enum iwarp_attr {
  * IWARP_CMD_LINK_NEW
  *   Create a link named IWARP_A_LINK_NAME on a netdev given by
  *   IWARP_A_LINK_IFINDEX or IWARP_A_LINK_NETDEV (if both are given they
- *   must name the same device). Replies with the link's attributes and
- *   multicasts the same as a notification with reason CREATED.
+ *   must name the same device). The MPA defaults not given take their
+ *   defaults (no flags, revision 2, RTR write, IRD and ORD 16). Replies
+ *   with the link's attributes and multicasts the same as a notification
+ *   with reason CREATED.
  *   Permission: CAP_NET_ADMIN over the network namespace.
  *   Request, required: IWARP_A_LINK_NAME (string, at most 15 bytes)
  *   Request, optional: IWARP_A_LINK_IFINDEX (u32)
  *   Request, optional: IWARP_A_LINK_NETDEV (string, at most 15 bytes)
  *   Request, optional: IWARP_A_LINK_FLAGS (u32)
+ *   Request, optional: IWARP_A_LINK_MPA_REV (u8)
+ *   Request, optional: IWARP_A_LINK_RTR (u8)
+ *   Request, optional: IWARP_A_LINK_IRD (u32)
+ *   Request, optional: IWARP_A_LINK_ORD (u32)
  * Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX,
- *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS
- * Error EINVAL - an attribute is missing or malformed (the message names it)
+ *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS,
+ *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD, IWARP_A_LINK_ORD
+ * Error EINVAL - an attribute is missing or malformed, IWARP_A_LINK_MPA_REV is
+ *   not 1 or 2, or IWARP_A_LINK_IRD or IWARP_A_LINK_ORD is not 1 to 16383 (the
+ *   message names it)
+ * Error ERANGE - IWARP_A_LINK_RTR is not a known value
  * Error ENAMETOOLONG - IWARP_A_LINK_NAME or IWARP_A_LINK_NETDEV longer than 15
  *   bytes
  * Error ENODEV - no such netdev in the caller's namespace, or the module is
@@ -255,7 +310,8 @@ enum iwarp_attr {
  *   Supports NLM_F_DUMP (request attributes then not required).
  *   Request, required: IWARP_A_LINK_NAME (string, at most 15 bytes)
  * Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX,
- *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS
+ *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS,
+ *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD, IWARP_A_LINK_ORD
  * Error ENOENT - no such link in the caller's namespace
  */
 /*
@@ -361,10 +417,67 @@ enum iwarp_attr {
  * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
  * Error ENOENT - no such QP in the context
  */
+/*
+ * IWARP_CMD_LINK_SET
+ *   Change the MPA defaults of the link named IWARP_A_LINK_NAME: each
+ *   attribute given replaces the link's value (IWARP_A_LINK_FLAGS as a
+ *   whole), the others are kept; at least one must be given. They apply
+ *   to connections made on the link afterwards. Replies with the link's
+ *   attributes and multicasts the same as a notification with reason
+ *   STATE_CHANGE.
+ *   Permission: CAP_NET_ADMIN over the network namespace.
+ *   Request, required: IWARP_A_LINK_NAME (string, at most 15 bytes)
+ *   Request, optional: IWARP_A_LINK_FLAGS (u32)
+ *   Request, optional: IWARP_A_LINK_MPA_REV (u8)
+ *   Request, optional: IWARP_A_LINK_RTR (u8)
+ *   Request, optional: IWARP_A_LINK_IRD (u32)
+ *   Request, optional: IWARP_A_LINK_ORD (u32)
+ * Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX,
+ *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS,
+ *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD, IWARP_A_LINK_ORD
+ * Error EINVAL - no attribute to change, IWARP_A_LINK_MPA_REV is not 1 or 2,
+ *   or IWARP_A_LINK_IRD or IWARP_A_LINK_ORD is not 1 to 16383 (the message
+ *   names it)
+ * Error ERANGE - IWARP_A_LINK_RTR is not a known value
+ * Error EOPNOTSUPP - IWARP_A_LINK_FLAGS has unknown bits
+ * Error ENOENT - no such link in the caller's namespace
+ * Error EPERM - the caller lacks CAP_NET_ADMIN
+ */
+/*
+ * IWARP_CMD_MR_GET
+ *   Dump every memory region of the verbs contexts opened in the caller's
+ *   network namespace, one message per MR, ordered by context and STag
+ *   index.
+ *   Permission: none (any user).
+ *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
+ * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM,
+ *   IWARP_A_MR_STAG, IWARP_A_PD_ID, IWARP_A_MR_ADDR, IWARP_A_MR_LENGTH,
+ *   IWARP_A_MR_ACCESS
+ */
+/*
+ * IWARP_CMD_CQ_GET
+ *   Dump every completion queue of the verbs contexts opened in the
+ *   caller's network namespace, one message per CQ, ordered by context and
+ *   CQ id.
+ *   Permission: none (any user).
+ *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
+ * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM, IWARP_A_CQ_ID,
+ *   IWARP_A_CQ_ENTRIES, IWARP_A_CQ_HEAD, IWARP_A_CQ_TAIL
+ */
+/*
+ * IWARP_CMD_QP_GET
+ *   Dump every queue pair of the verbs contexts opened in the caller's
+ *   network namespace, one message per QP, ordered by context and QP id.
+ *   Permission: none (any user).
+ *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
+ * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM, IWARP_A_QP_ID,
+ *   IWARP_A_PD_ID, IWARP_A_QP_SEND_CQ, IWARP_A_QP_RECV_CQ,
+ *   IWARP_A_QP_SQ_ENTRIES, IWARP_A_QP_RQ_ENTRIES, IWARP_A_QP_STATE
+ */
 
 /* Notifications (multicast group "events"):
- * IWARP_CMD_LINK_NEW: A link was created, or its state or netdev name changed;
- *   carries the link's attributes and IWARP_A_EVENT_REASON.
+ * IWARP_CMD_LINK_NEW: A link was created, or its state, netdev name or MPA
+ *   defaults changed; carries the link's attributes and IWARP_A_EVENT_REASON.
  * IWARP_CMD_LINK_DEL: A link was deleted; carries its attributes as they were
  *   and IWARP_A_EVENT_REASON.
  */
@@ -381,6 +494,10 @@ enum iwarp_cmd {
 	IWARP_CMD_CQ_DESTROY = 9,
 	IWARP_CMD_QP_CREATE = 10,
 	IWARP_CMD_QP_DESTROY = 11,
+	IWARP_CMD_LINK_SET = 12,
+	IWARP_CMD_MR_GET = 13,
+	IWARP_CMD_CQ_GET = 14,
+	IWARP_CMD_QP_GET = 15,
 
 	__IWARP_CMD_MAX,
 };

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -10,6 +11,8 @@ import (
 
 	"github.com/iwarp/iwarp/ctl"
 )
+
+const linkParamsUsage = "[crc on|off] [markers on|off] [p2p on|off] [mpa-rev 1|2] [rtr write|read|send] [ird N] [ord N]"
 
 func newLinkCmd(a *app) *cobra.Command {
 	show := &cobra.Command{
@@ -27,24 +30,46 @@ func newLinkCmd(a *app) *cobra.Command {
 		Short: "Manage links: iWARP devices bound to netdevs",
 		Long: `Manage links: iWARP devices bound to netdevs.
 
-  iwarpctl link add NAME dev NETDEV [crc on|off] [markers on|off] [p2p on|off]
+  iwarpctl link add NAME dev NETDEV ` + linkParamsUsage + `
+  iwarpctl link set NAME ` + linkParamsUsage + `
   iwarpctl link del NAME
   iwarpctl link [show|list] [NAME]
 
+The parameters are the MPA defaults of connections made on the link
+afterwards: the flags crc, markers and p2p (default off), the MPA revision
+(default 2), the RFC 6581 ready-to-receive message (default write), and the
+IRD and ORD (1 to 16383, default 16). link set changes only the parameters
+given.
+
 JSON (-j) prints an array of objects with the keys index, name, netdev,
-ifindex, state ("up" or "down") and flags (list of "crc", "markers", "p2p").`,
+ifindex, state ("up" or "down"), flags (list of "crc", "markers", "p2p"),
+mpa_rev, rtr ("write", "read" or "send"), ird and ord.`,
 		Args: cobra.MaximumNArgs(0),
 		RunE: show.RunE,
 	}
+	noComp := func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
 	cmd.AddCommand(show, &cobra.Command{
-		Use:   "add NAME dev NETDEV [crc on|off] [markers on|off] [p2p on|off]",
+		Use:   "add NAME dev NETDEV " + linkParamsUsage,
 		Short: "Create a link on a netdev",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return a.linkAdd(args)
 		},
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+		ValidArgsFunction: noComp,
+	}, &cobra.Command{
+		Use:   "set NAME " + linkParamsUsage,
+		Short: "Change the MPA defaults of a link",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return a.linkSet(args)
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return a.completeLinks(c, args, s)
+			}
+			return noComp(c, args, s)
 		},
 	}, &cobra.Command{
 		Use:               "del NAME",
@@ -72,53 +97,155 @@ func (a *app) withClient(fn func(client) error) error {
 	return nil
 }
 
-// parseOnOff parses keyword pairs such as "crc on markers off".
-func parseOnOff(words []string, set func(key string, on bool) error) error {
+// linkChanges are the parameters named on a command line.
+type linkChanges struct {
+	set, clear ctl.LinkFlags
+	mpaRev     *uint8
+	rtr        *ctl.RTR
+	ird, ord   *uint32
+}
+
+// apply merges the changes into p.
+func (ch *linkChanges) apply(p *ctl.LinkParams) {
+	p.Flags = (p.Flags | ch.set) &^ ch.clear
+	if ch.mpaRev != nil {
+		p.MPARev = *ch.mpaRev
+	}
+	if ch.rtr != nil {
+		p.RTR = *ch.rtr
+	}
+	if ch.ird != nil {
+		p.IRD = *ch.ird
+	}
+	if ch.ord != nil {
+		p.ORD = *ch.ord
+	}
+}
+
+// parseRD parses an IRD or ORD value.
+func parseRD(key, val string) (*uint32, error) {
+	n, err := strconv.ParseUint(val, 10, 32)
+	if err != nil || n < 1 || n > ctl.MaxRD {
+		return nil, usageErr("%s: %q is not a number from 1 to %d", key, val, ctl.MaxRD)
+	}
+	v := uint32(n)
+	return &v, nil
+}
+
+// parseLinkParams parses keyword pairs such as "crc on ird 32"; the last
+// of repeated keywords wins.
+func parseLinkParams(words []string) (*linkChanges, error) {
+	ch := &linkChanges{}
 	for i := 0; i < len(words); i += 2 {
+		key := words[i]
 		if i+1 >= len(words) {
-			return usageErr("%q needs a value (on or off)", words[i])
+			switch key {
+			case "mpa-rev":
+				return nil, usageErr("%q needs a value (1 or 2)", key)
+			case "rtr":
+				return nil, usageErr("%q needs a value (write, read or send)", key)
+			case "ird", "ord":
+				return nil, usageErr("%q needs a value (1 to %d)", key, ctl.MaxRD)
+			}
+			if _, err := ctl.ParseLinkFlag(key); err == nil {
+				return nil, usageErr("%q needs a value (on or off)", key)
+			}
+			return nil, usageErr("unknown keyword %q (want crc, markers, p2p, mpa-rev, rtr, ird or ord)", key)
 		}
-		var on bool
-		switch words[i+1] {
-		case "on":
-			on = true
-		case "off":
+		val := words[i+1]
+		switch key {
+		case "mpa-rev":
+			if val != "1" && val != "2" {
+				return nil, usageErr("mpa-rev: %q is not 1 or 2", val)
+			}
+			v := val[0] - '0'
+			ch.mpaRev = &v
+		case "rtr":
+			r, err := ctl.ParseRTR(val)
+			if err != nil {
+				return nil, usageErr("rtr: %q is not write, read or send", val)
+			}
+			ch.rtr = &r
+		case "ird", "ord":
+			v, err := parseRD(key, val)
+			if err != nil {
+				return nil, err
+			}
+			if key == "ird" {
+				ch.ird = v
+			} else {
+				ch.ord = v
+			}
 		default:
-			return usageErr("%s: %q is not on or off", words[i], words[i+1])
-		}
-		if err := set(words[i], on); err != nil {
-			return err
+			f, err := ctl.ParseLinkFlag(key)
+			if err != nil {
+				return nil, usageErr("unknown keyword %q (want crc, markers, p2p, mpa-rev, rtr, ird or ord)", key)
+			}
+			switch val {
+			case "on":
+				ch.set |= f
+				ch.clear &^= f
+			case "off":
+				ch.clear |= f
+				ch.set &^= f
+			default:
+				return nil, usageErr("%s: %q is not on or off", key, val)
+			}
 		}
 	}
-	return nil
+	return ch, nil
 }
 
 func (a *app) linkAdd(args []string) error {
 	name := args[0]
-	var cfg ctl.LinkConfig
 	rest := args[1:]
 	if len(rest) < 2 || rest[0] != "dev" {
-		return usageErr("usage: iwarpctl link add NAME dev NETDEV [crc on|off] [markers on|off] [p2p on|off]")
+		return usageErr("usage: iwarpctl link add NAME dev NETDEV %s", linkParamsUsage)
 	}
-	cfg.Netdev = rest[1]
-	err := parseOnOff(rest[2:], func(key string, on bool) error {
-		f, err := ctl.ParseLinkFlag(key)
+	ch, err := parseLinkParams(rest[2:])
+	if err != nil {
+		return err
+	}
+	// Parameters not given are not sent: the kernel's defaults apply.
+	var p ctl.LinkParams
+	ch.apply(&p)
+	cfg := ctl.LinkConfig{Netdev: rest[1], Flags: p.Flags, MPARev: p.MPARev, RTR: p.RTR, IRD: p.IRD, ORD: p.ORD}
+	return a.withClient(func(c client) error {
+		l, err := c.LinkAdd(name, cfg)
 		if err != nil {
-			return usageErr("unknown keyword %q (want crc, markers or p2p)", key)
+			return err
 		}
-		if on {
-			cfg.Flags |= f
-		} else {
-			cfg.Flags &^= f
+		if a.g.JSON {
+			return a.printJSON([]ctl.Link{*l})
 		}
 		return nil
 	})
+}
+
+// linkSet reads the link and sends its parameters with the changes merged
+// in, so that parameters not named keep their values.
+func (a *app) linkSet(args []string) error {
+	name := args[0]
+	if len(args) < 2 {
+		return usageErr("usage: iwarpctl link set NAME %s", linkParamsUsage)
+	}
+	ch, err := parseLinkParams(args[1:])
 	if err != nil {
 		return err
 	}
 	return a.withClient(func(c client) error {
-		l, err := c.LinkAdd(name, cfg)
+		l, err := c.Link(name)
 		if err != nil {
+			// The reading is part of link set.
+			var ke *ctl.Error
+			if errors.As(err, &ke) {
+				ke.Op = "link set"
+			}
+			return err
+		}
+		p := l.Params()
+		ch.apply(&p)
+		if l, err = c.LinkSet(name, p); err != nil {
 			return err
 		}
 		if a.g.JSON {
@@ -150,7 +277,9 @@ func (a *app) linkShow(args []string) error {
 		for _, l := range links {
 			t.row("link", l.Name, "index", strconv.FormatUint(uint64(l.Index), 10),
 				"netdev", l.Netdev, "ifindex", strconv.Itoa(l.Ifindex),
-				"state", l.State.String(), "flags", l.Flags.String())
+				"state", l.State.String(), "flags", l.Flags.String(),
+				"mpa-rev", strconv.Itoa(int(l.MPARev)), "rtr", l.RTR.String(),
+				"ird", strconv.FormatUint(uint64(l.IRD), 10), "ord", strconv.FormatUint(uint64(l.ORD), 10))
 		}
 		return t.flush()
 	})
@@ -178,6 +307,6 @@ func (a *app) completeLinks(_ *cobra.Command, args []string, _ string) ([]string
 
 // linkString is the one-line text form of a link used by monitor.
 func linkString(l ctl.Link) string {
-	return fmt.Sprintf("%s index %d netdev %s ifindex %d state %s flags %s",
-		l.Name, l.Index, l.Netdev, l.Ifindex, l.State, l.Flags)
+	return fmt.Sprintf("%s index %d netdev %s ifindex %d state %s flags %s mpa-rev %d rtr %s ird %d ord %d",
+		l.Name, l.Index, l.Netdev, l.Ifindex, l.State, l.Flags, l.MPARev, l.RTR, l.IRD, l.ORD)
 }

@@ -4,7 +4,8 @@
 //
 //	iwarpctl [-j [-p]] OBJECT [COMMAND [ARGS]]
 //
-// The grammar follows iproute2: OBJECT is link, monitor, decode or version;
+// The grammar follows iproute2: OBJECT is link, mr, cq, qp, monitor, decode
+// or version;
 // show is the default command and list its alias. Errors are one line on
 // stderr: a kernel rejection (with the kernel's message) exits 1, a usage
 // error exits 2.
@@ -64,8 +65,12 @@ type client interface {
 	Close() error
 	LinkAdd(name string, cfg ctl.LinkConfig) (*ctl.Link, error)
 	LinkDel(name string) error
+	LinkSet(name string, p ctl.LinkParams) (*ctl.Link, error)
 	Link(name string) (*ctl.Link, error)
 	Links() ([]ctl.Link, error)
+	MRs() ([]ctl.MR, error)
+	CQs() ([]ctl.CQ, error)
+	QPs() ([]ctl.QP, error)
 	Monitor(ctx context.Context, fn func(ctl.Event) error) error
 }
 
@@ -82,7 +87,8 @@ func newRoot(a *app) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: 2, err: err}
 	})
-	root.AddCommand(newLinkCmd(a), newMonitorCmd(a), newVersionCmd(a), newDecodeCmd(&a.g))
+	root.AddCommand(newLinkCmd(a), newMRCmd(a), newCQCmd(a), newQPCmd(a), newMonitorCmd(a),
+		newVersionCmd(a), newDecodeCmd(&a.g))
 	return root
 }
 

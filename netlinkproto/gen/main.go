@@ -52,6 +52,7 @@ type command struct {
 	Doc     string   `yaml:"doc"`
 	Admin   bool     `yaml:"admin"`
 	Dump    bool     `yaml:"dump"`
+	NoDo    bool     `yaml:"no-do"` // dump only: no doit handler
 	Request request  `yaml:"request"`
 	Reply   []string `yaml:"reply"`
 	Errors  []string `yaml:"errors"`
@@ -149,6 +150,9 @@ func (s *spec) check() error {
 				}
 			}
 		}
+		if c.NoDo && (!c.Dump || len(c.Request.Required) > 0) {
+			return fmt.Errorf("command %s: no-do needs dump and no required attributes", c.Name)
+		}
 		cmds[c.Name] = true
 	}
 	for _, n := range s.Notifications {
@@ -168,6 +172,7 @@ func upper(name string) string {
 var initialisms = map[string]string{
 	"crc": "CRC", "p2p": "P2P", "netns": "NetNS", "ifindex": "Ifindex", "mr": "MR", "pd": "PD",
 	"cq": "CQ", "qp": "QP", "sq": "SQ", "rq": "RQ", "fd": "FD", "rts": "RTS", "stag": "STag", "id": "ID",
+	"mpa": "MPA", "rtr": "RTR", "ird": "IRD", "ord": "ORD", "pid": "PID",
 }
 
 func camel(name string) string {
@@ -346,7 +351,10 @@ func (s *spec) uapiHeader() string {
 			perm = "CAP_NET_ADMIN over the network namespace"
 		}
 		fmt.Fprintf(&b, " *   Permission: %s.\n", perm)
-		if c.Dump {
+		switch {
+		case c.NoDo:
+			b.WriteString(" *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).\n")
+		case c.Dump:
 			b.WriteString(" *   Supports NLM_F_DUMP (request attributes then not required).\n")
 		}
 		for _, a := range c.Request.Required {
@@ -394,7 +402,9 @@ func (s *spec) kernelHeader() string {
 	b.WriteString("};\n\n/* Handlers, in netlink.c. */\n")
 	for _, c := range s.Commands {
 		fn := strings.ReplaceAll(c.Name, "-", "_")
-		fmt.Fprintf(&b, "int iwarp_nl_%s_doit(struct sk_buff *skb, struct genl_info *info);\n", fn)
+		if !c.NoDo {
+			fmt.Fprintf(&b, "int iwarp_nl_%s_doit(struct sk_buff *skb, struct genl_info *info);\n", fn)
+		}
 		if c.Dump {
 			fmt.Fprintf(&b, "int iwarp_nl_%s_dumpit(struct sk_buff *skb, struct netlink_callback *cb);\n", fn)
 		}
@@ -506,7 +516,9 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 		fn := strings.ReplaceAll(c.Name, "-", "_")
 		b.WriteString("\t{\n")
 		fmt.Fprintf(&b, "\t\t.cmd = %s,\n", s.cmdC(c.Name))
-		fmt.Fprintf(&b, "\t\t.doit = iwarp_nl_%s_doit,\n", fn)
+		if !c.NoDo {
+			fmt.Fprintf(&b, "\t\t.doit = iwarp_nl_%s_doit,\n", fn)
+		}
 		if c.Dump {
 			fmt.Fprintf(&b, "\t\t.dumpit = iwarp_nl_%s_dumpit,\n", fn)
 		}

@@ -27,7 +27,7 @@ func TestLinkCLI(t *testing.T) {
 		t.Fatalf("link add: exit %d: %s%s", code, out, errs)
 	}
 	out, _, code := iwarpctl(t, ns, "link", "show")
-	if code != 0 || !regexp.MustCompile(`^link iw0 index \d+ +netdev d0 ifindex \d+ state up flags crc,p2p\n$`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`^link iw0 index \d+ +netdev d0 ifindex \d+ state up flags crc,p2p +mpa-rev 2 rtr write ird 16 +ord 16\n$`).MatchString(out) {
 		t.Fatalf("link show: exit %d: %q", code, out)
 	}
 	for _, args := range [][]string{{"-j", "link"}, {"-j", "link", "list"}, {"-j", "-p", "link", "show", "iw0"}} {

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iwarp/iwarp/ctl"
+)
+
+// newResourceCmd returns `iwarpctl OBJECT [show|list]` for a verbs
+// resource kind, whose only command is show.
+func newResourceCmd(a *app, object, short, long string, show func(client) error) *cobra.Command {
+	showCmd := &cobra.Command{
+		Use:     "show",
+		Aliases: []string{"list", "ls"},
+		Short:   short,
+		Args:    cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return a.withClient(show)
+		},
+	}
+	cmd := &cobra.Command{
+		Use:   object,
+		Short: short,
+		Long:  long,
+		Args:  cobra.NoArgs,
+		RunE:  showCmd.RunE,
+	}
+	cmd.AddCommand(showCmd)
+	return cmd
+}
+
+const resourceLong = `
+
+Lists the objects of every verbs context (/dev/iwarp) opened in this network
+namespace, whoever opened it; reading needs no privilege. pid is the
+process that opened the context (0 if it is not visible in this PID
+namespace), comm its command name then, ctx the context's id.`
+
+func newMRCmd(a *app) *cobra.Command {
+	return newResourceCmd(a, "mr", "Show the registered memory regions",
+		`Show the registered memory regions.
+
+  iwarpctl mr [show|list]`+resourceLong+`
+
+JSON (-j) prints an array of objects with the keys pid, comm, ctx, stag, pd,
+addr, length and access (list of "local-write", "remote-read",
+"remote-write", "remote-atomic"; local read is implied).`,
+		func(c client) error {
+			mrs, err := c.MRs()
+			if err != nil {
+				return err
+			}
+			if a.g.JSON {
+				return a.printJSON(mrs)
+			}
+			t := newTable(a.stdout)
+			for _, m := range mrs {
+				t.row(append([]string{"mr", "stag", fmt.Sprintf("0x%08x", m.STag)}, append(ownerFields(m.Owner),
+					"pd", u32s(m.PD), "addr", fmt.Sprintf("0x%x", m.Addr),
+					"length", strconv.FormatUint(m.Length, 10), "access", m.Access.String())...)...)
+			}
+			return t.flush()
+		})
+}
+
+func newCQCmd(a *app) *cobra.Command {
+	return newResourceCmd(a, "cq", "Show the completion queues",
+		`Show the completion queues.
+
+  iwarpctl cq [show|list]`+resourceLong+` head is the kernel's producer
+index, tail the consumer index as the owner last wrote it.
+
+JSON (-j) prints an array of objects with the keys pid, comm, ctx, id,
+entries, head and tail.`,
+		func(c client) error {
+			cqs, err := c.CQs()
+			if err != nil {
+				return err
+			}
+			if a.g.JSON {
+				return a.printJSON(cqs)
+			}
+			t := newTable(a.stdout)
+			for _, q := range cqs {
+				t.row(append([]string{"cq", "id", u32s(q.ID)}, append(ownerFields(q.Owner),
+					"entries", u32s(q.Entries), "head", u32s(q.Head), "tail", u32s(q.Tail))...)...)
+			}
+			return t.flush()
+		})
+}
+
+func newQPCmd(a *app) *cobra.Command {
+	return newResourceCmd(a, "qp", "Show the queue pairs",
+		`Show the queue pairs.
+
+  iwarpctl qp [show|list]`+resourceLong+`
+
+JSON (-j) prints an array of objects with the keys pid, comm, ctx, id, pd,
+send_cq, recv_cq, sq_entries, rq_entries and state ("idle", "rts",
+"closing", "terminate", "error").`,
+		func(c client) error {
+			qps, err := c.QPs()
+			if err != nil {
+				return err
+			}
+			if a.g.JSON {
+				return a.printJSON(qps)
+			}
+			t := newTable(a.stdout)
+			for _, q := range qps {
+				t.row(append([]string{"qp", "id", u32s(q.ID)}, append(ownerFields(q.Owner),
+					"pd", u32s(q.PD), "send-cq", u32s(q.SendCQ), "recv-cq", u32s(q.RecvCQ),
+					"sq-entries", u32s(q.SQEntries), "rq-entries", u32s(q.RQEntries),
+					"state", q.State.String())...)...)
+			}
+			return t.flush()
+		})
+}
+
+func ownerFields(o ctl.Owner) []string {
+	return []string{"pid", u32s(o.PID), "comm", o.Comm, "ctx", u32s(o.Ctx)}
+}
+
+func u32s(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
