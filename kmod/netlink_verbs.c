@@ -71,6 +71,27 @@ static int iwarp_nl_entries(struct genl_info *info, int attr, u32 *entries)
 	return -EINVAL;
 }
 
+/*
+ * The destroy commands: the object named by attr in the caller's context.
+ * A missing or busy object points the extack at attr.
+ */
+static int iwarp_nl_destroy(struct genl_info *info, int attr,
+			    int (*destroy)(struct iwarp_ctx *ctx, u32 id,
+					   struct netlink_ext_ack *extack))
+{
+	struct iwarp_ctx *ctx;
+	int err;
+
+	ctx = iwarp_nl_ctx(info);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	err = destroy(ctx, nla_get_u32(info->attrs[attr]), info->extack);
+	if (err == -ENOENT || err == -EBUSY)
+		NL_SET_BAD_ATTR(info->extack, info->attrs[attr]);
+	iwarp_ctx_put(ctx);
+	return err;
+}
+
 int iwarp_nl_pd_alloc_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct iwarp_ctx *ctx;
@@ -101,17 +122,7 @@ out:
 
 int iwarp_nl_pd_free_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct iwarp_ctx *ctx;
-	int err;
-
-	ctx = iwarp_nl_ctx(info);
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	err = iwarp_pd_free(ctx, nla_get_u32(info->attrs[IWARP_A_PD_ID]), info->extack);
-	if (err == -ENOENT || err == -EBUSY)
-		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_PD_ID]);
-	iwarp_ctx_put(ctx);
-	return err;
+	return iwarp_nl_destroy(info, IWARP_A_PD_ID, iwarp_pd_free);
 }
 
 /* Stateless checks of MR_REG's range. */
@@ -184,17 +195,7 @@ out_put:
 
 int iwarp_nl_mr_dereg_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct iwarp_ctx *ctx;
-	int err;
-
-	ctx = iwarp_nl_ctx(info);
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	err = iwarp_mr_dereg(ctx, nla_get_u32(info->attrs[IWARP_A_MR_STAG]), info->extack);
-	if (err == -ENOENT)
-		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_MR_STAG]);
-	iwarp_ctx_put(ctx);
-	return err;
+	return iwarp_nl_destroy(info, IWARP_A_MR_STAG, iwarp_mr_dereg);
 }
 
 int iwarp_nl_cq_create_doit(struct sk_buff *skb, struct genl_info *info)
@@ -245,17 +246,7 @@ out_put:
 
 int iwarp_nl_cq_destroy_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct iwarp_ctx *ctx;
-	int err;
-
-	ctx = iwarp_nl_ctx(info);
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	err = iwarp_cq_destroy(ctx, nla_get_u32(info->attrs[IWARP_A_CQ_ID]), info->extack);
-	if (err == -ENOENT || err == -EBUSY)
-		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_CQ_ID]);
-	iwarp_ctx_put(ctx);
-	return err;
+	return iwarp_nl_destroy(info, IWARP_A_CQ_ID, iwarp_cq_destroy);
 }
 
 static int iwarp_nl_fill_qp(struct sk_buff *msg, const struct iwarp_qp *qp,
@@ -326,17 +317,7 @@ out_put:
 
 int iwarp_nl_qp_destroy_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct iwarp_ctx *ctx;
-	int err;
-
-	ctx = iwarp_nl_ctx(info);
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	err = iwarp_qp_destroy(ctx, nla_get_u32(info->attrs[IWARP_A_QP_ID]), info->extack);
-	if (err == -ENOENT)
-		NL_SET_BAD_ATTR(info->extack, info->attrs[IWARP_A_QP_ID]);
-	iwarp_ctx_put(ctx);
-	return err;
+	return iwarp_nl_destroy(info, IWARP_A_QP_ID, iwarp_qp_destroy);
 }
 
 /* ------------------------------------------------------------------ dumps */
