@@ -19,6 +19,7 @@
 #include <net/net_namespace.h>
 #include <net/netlink.h>
 
+#include "cm.h"
 #include "cq.h"
 #include "ctx.h"
 #include "mr.h"
@@ -350,6 +351,7 @@ void iwarp_ctx_close(struct iwarp_ctx *ctx)
 	mutex_unlock(&ctx->lock);
 	xa_erase(&iwarp_ctxs, ctx->id);
 
+	iwarp_cm_ctx_close(ctx);
 	iwarp_qp_destroy_all(ctx);
 	iwarp_cq_destroy_all(ctx);
 	iwarp_mr_destroy_all(ctx);

@@ -82,6 +82,13 @@ static inline struct net *iwarp_link_net(const struct iwarp_link *link)
 struct iwarp_link *iwarp_link_find(struct net *net, const char *name);
 bool iwarp_link_name_valid(const char *name);
 
+struct genl_info;
+/*
+ * netlink.c: reads the MPA parameter attributes of a request into @params
+ * with range checks; returns the IWARP_LINK_SET_* bits present or -errno.
+ */
+int iwarp_nl_link_params(struct genl_info *info, struct iwarp_link_params *params);
+
 /* Notification hook, implemented in netlink.c; called with iwarp_links_lock. */
 void iwarp_nl_notify_link(const struct iwarp_link *link, u8 cmd, u32 reason);
 

@@ -8,6 +8,7 @@
 #include <linux/module.h>
 #include <net/genetlink.h>
 
+#include "conn.h"
 #include "cq.h"
 #include "link.h"
 #include "mr.h"
@@ -43,9 +44,12 @@ static int __init iwarp_init(void)
 	err = iwarp_link_init();
 	if (err)
 		return err;
-	err = iwarp_verbs_init();
+	err = iwarp_conn_init();
 	if (err)
 		goto err_link;
+	err = iwarp_verbs_init();
+	if (err)
+		goto err_conn;
 	err = genl_register_family(&iwarp_nl_family);
 	if (err)
 		goto err_verbs;
@@ -55,6 +59,8 @@ static int __init iwarp_init(void)
 
 err_verbs:
 	iwarp_verbs_exit();
+err_conn:
+	iwarp_conn_exit();
 err_link:
 	iwarp_link_exit();
 	return err;
@@ -64,6 +70,7 @@ static void __exit iwarp_exit(void)
 {
 	iwarp_link_shutdown();
 	genl_unregister_family(&iwarp_nl_family);
+	iwarp_conn_exit();
 	iwarp_verbs_exit();
 	iwarp_link_exit();
 	pr_info("unloaded\n");

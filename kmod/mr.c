@@ -22,6 +22,7 @@
 #include "iwarp.h"
 #include "mr.h"
 #include "pd.h"
+#include "proto/crc.h"
 #include "verbs.h"
 
 #define IWARP_MR_MAX_INDEX	((1U << 24) - 1)
@@ -66,7 +67,7 @@ bool iwarp_mr_range_ok(const struct iwarp_mr *mr, u64 to, u64 len)
 	       len <= mr->length - (to - mr->addr);
 }
 
-int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
+int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr, u32 *crc)
 {
 	u64 off;
 
@@ -76,13 +77,48 @@ int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
 	while (len) {
 		size_t pg_off = off & ~PAGE_MASK;
 		size_t n = min_t(size_t, len, PAGE_SIZE - pg_off);
+		struct page *page = mr->pages[off >> PAGE_SHIFT];
+		u8 *va = kmap_local_page(page);
 
-		memcpy_to_page(mr->pages[off >> PAGE_SHIFT], pg_off, src, n);
-		src += n;
+		if (to_mr) {
+			if (crc)
+				*crc = iwp_crc32c_copy(*crc, va + pg_off, buf, n);
+			else
+				memcpy(va + pg_off, buf, n);
+		} else {
+			if (crc)
+				*crc = iwp_crc32c_copy(*crc, buf, va + pg_off, n);
+			else
+				memcpy(buf, va + pg_off, n);
+		}
+		kunmap_local(va);
+		if (to_mr)
+			flush_dcache_page(page);
+		buf += n;
 		off += n;
 		len -= n;
 	}
 	return 0;
+}
+
+int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
+{
+	return iwarp_mr_copy(mr, to, (void *)src, len, true, NULL);
+}
+
+int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd)
+{
+	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	int err = 0;
+
+	if (!mr)
+		return -ENOENT;
+	if (mr->pd != pd)
+		err = -EACCES;
+	else
+		WRITE_ONCE(mr->invalid, true);
+	iwarp_mr_put(mr);
+	return err;
 }
 
 static int iwarp_mr_pin(struct iwarp_mr *mr, struct netlink_ext_ack *extack)

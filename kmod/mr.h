@@ -33,6 +33,7 @@ struct iwarp_mr {
 	struct iwarp_pd *pd;		/* used */
 	u32 stag;
 	u32 access;			/* IWARP_MR_ACCESS_F_* */
+	bool invalid;			/* invalidated: no access; READ_ONCE */
 	u64 addr;			/* TO of the first octet */
 	u64 length;
 	struct mm_struct *mm;		/* pages charged to its locked_vm */
@@ -64,6 +65,20 @@ bool iwarp_mr_range_ok(const struct iwarp_mr *mr, u64 to, u64 len);
  * check. Any context but NMI.
  */
 int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len);
+
+/*
+ * Copies @len octets between @buf and the region at tagged offset @to (into
+ * the region when @to_mr), folding the octets into *@crc (CRC32c state) in
+ * the same pass when @crc is not NULL; -EFAULT if the range is not inside
+ * the region. Any context but NMI.
+ */
+int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr, u32 *crc);
+
+/*
+ * Invalidates STag @stag (RDMAP-8, local invalidation): -ENOENT if there is
+ * no such STag, -EACCES if it is not in @pd.
+ */
+int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd);
 
 #ifdef IWARP_SELFTEST
 int iwarp_mr_selftest(void);

@@ -119,7 +119,7 @@ static int iwarp_nl_link_name(struct genl_info *info, char *name, size_t size)
  * what the generated code does not (ranges); returns IWARP_LINK_SET_* bits
  * of the attributes present, or a negative errno.
  */
-static int iwarp_nl_link_params(struct genl_info *info, struct iwarp_link_params *params)
+int iwarp_nl_link_params(struct genl_info *info, struct iwarp_link_params *params)
 {
 	struct nlattr **attrs = info->attrs;
 	int mask = 0;

@@ -14,6 +14,8 @@
 #include <net/net_namespace.h>
 #include <net/sock.h>
 
+#include "cm_int.h"
+#include "conn.h"
 #include "cq.h"
 #include "ctx.h"
 #include "mr.h"
@@ -405,6 +407,12 @@ static int iwarp_nl_fill_qp_dump(struct sk_buff *skb, struct netlink_callback *c
 	       nla_put_u32(skb, IWARP_A_QP_SQ_ENTRIES, qp->sq.entries) ||
 	       nla_put_u32(skb, IWARP_A_QP_RQ_ENTRIES, qp->rq.entries) ||
 	       nla_put_u8(skb, IWARP_A_QP_STATE, READ_ONCE(qp->state));
+	if (!full) {
+		spin_lock_bh(&iwarp_qp_conn_lock);
+		if (qp->conn && READ_ONCE(qp->conn->fpdu_mode))
+			full = iwarp_nl_put_stats(skb, &qp->conn->stats);
+		spin_unlock_bh(&iwarp_qp_conn_lock);
+	}
 	return iwarp_nl_res_end(skb, hdr, full);
 }
 

@@ -289,6 +289,138 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -EINVAL;
 		}
 		return 0;
+	case IWARP_A_CM_ID:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_ID: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_CONN:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_CONN: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_ADDR:
+		if (nla_len(nla) != 4 && nla_len(nla) != 16) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_ADDR: must be 4 or 16 bytes");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_PORT:
+		if (nla_len(nla) != 2) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_PORT: must be a u16 (2 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_BACKLOG:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_BACKLOG: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_PDATA:
+		if (nla_len(nla) > 512) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_PDATA: longer than 512 bytes");
+			return -EMSGSIZE;
+		}
+		return 0;
+	case IWARP_A_CM_TIMEOUT:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_TIMEOUT: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_ABORT:
+		if (nla_len(nla) != 1) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_ABORT: must be a u8 (1 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_PEER_ADDR:
+		if (nla_len(nla) != 4 && nla_len(nla) != 16) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_PEER_ADDR: must be 4 or 16 bytes");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_PEER_PORT:
+		if (nla_len(nla) != 2) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_PEER_PORT: must be a u16 (2 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_KIND:
+		if (nla_len(nla) != 1) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_KIND: must be a u8 (1 bytes)");
+			return -EINVAL;
+		}
+		if (nla_get_u8(nla) > IWARP_CM_KIND_MAX) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_KIND: unknown value");
+			return -ERANGE;
+		}
+		return 0;
+	case IWARP_A_CM_STATE:
+		if (nla_len(nla) != 1) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_STATE: must be a u8 (1 bytes)");
+			return -EINVAL;
+		}
+		if (nla_get_u8(nla) > IWARP_CM_STATE_MAX) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_STATE: unknown value");
+			return -ERANGE;
+		}
+		return 0;
+	case IWARP_A_CONN_FLAGS:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CONN_FLAGS: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		if (nla_get_u32(nla) & ~__IWARP_CONN_F_ALL) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CONN_FLAGS: unknown flag bits");
+			return -EOPNOTSUPP;
+		}
+		return 0;
+	case IWARP_A_STAT_TX_BYTES:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_TX_BYTES: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_RX_BYTES:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_RX_BYTES: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_TX_FPDUS:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_TX_FPDUS: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_RX_FPDUS:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_RX_FPDUS: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_CRC_ERRORS:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_CRC_ERRORS: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_TERM_SENT:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_TERM_SENT: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_TERM_RCVD:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_TERM_RCVD: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 0;
 }
@@ -374,6 +506,56 @@ static const struct nla_policy iwarp_cq_get_policy[IWARP_A_MAX + 1] = {
 };
 
 static const struct nla_policy iwarp_qp_get_policy[IWARP_A_MAX + 1] = {
+};
+
+static const struct nla_policy iwarp_listen_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_ADDR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_PORT] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_BACKLOG] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_listen_close_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_connect_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_QP_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_ADDR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_PORT] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_PDATA] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_TIMEOUT] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_FLAGS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_MPA_REV] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_RTR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_IRD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_ORD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_accept_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_CONN] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_QP_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_PDATA] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_IRD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_ORD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_reject_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_CONN] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_PDATA] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_disconnect_policy[IWARP_A_MAX + 1] = {
+	[IWARP_A_CTX_FD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_QP_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_ABORT] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+};
+
+static const struct nla_policy iwarp_cm_get_policy[IWARP_A_MAX + 1] = {
 };
 
 static int iwarp_nl_pre_doit(const struct genl_ops *ops, struct sk_buff *skb,
@@ -504,6 +686,82 @@ static int iwarp_nl_pre_doit(const struct genl_ops *ops, struct sk_buff *skb,
 			return -EINVAL;
 		}
 		break;
+	case IWARP_CMD_LISTEN:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CM_ADDR)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CM_ADDR: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CM_PORT)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CM_PORT: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_LISTEN_CLOSE:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CM_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CM_ID: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_CONNECT:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_QP_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_QP_ID: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CM_ADDR)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CM_ADDR: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CM_PORT)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CM_PORT: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_ACCEPT:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CM_CONN)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CM_CONN: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_QP_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_QP_ID: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_REJECT:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CM_CONN)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CM_CONN: required");
+			return -EINVAL;
+		}
+		break;
+	case IWARP_CMD_DISCONNECT:
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_CTX_FD)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_CTX_FD: required");
+			return -EINVAL;
+		}
+		if (GENL_REQ_ATTR_CHECK(info, IWARP_A_QP_ID)) {
+			NL_SET_ERR_MSG(info->extack, "IWARP_A_QP_ID: required");
+			return -EINVAL;
+		}
+		break;
 	}
 	return 0;
 }
@@ -601,6 +859,48 @@ static const struct genl_ops iwarp_nl_ops[] = {
 		.cmd = IWARP_CMD_QP_GET,
 		.dumpit = iwarp_nl_qp_get_dumpit,
 		.policy = iwarp_qp_get_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_LISTEN,
+		.doit = iwarp_nl_listen_doit,
+		.policy = iwarp_listen_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_LISTEN_CLOSE,
+		.doit = iwarp_nl_listen_close_doit,
+		.policy = iwarp_listen_close_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_CONNECT,
+		.doit = iwarp_nl_connect_doit,
+		.policy = iwarp_connect_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_ACCEPT,
+		.doit = iwarp_nl_accept_doit,
+		.policy = iwarp_accept_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_REJECT,
+		.doit = iwarp_nl_reject_doit,
+		.policy = iwarp_reject_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_DISCONNECT,
+		.doit = iwarp_nl_disconnect_doit,
+		.policy = iwarp_disconnect_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_CM_GET,
+		.dumpit = iwarp_nl_cm_get_dumpit,
+		.policy = iwarp_cm_get_policy,
 		.maxattr = IWARP_A_MAX,
 	},
 };

@@ -32,5 +32,12 @@ int iwarp_nl_link_set_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_mr_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
 int iwarp_nl_cq_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
 int iwarp_nl_qp_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
+int iwarp_nl_listen_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_listen_close_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_connect_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_accept_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_reject_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_disconnect_doit(struct sk_buff *skb, struct genl_info *info);
+int iwarp_nl_cm_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
 
 #endif /* _IWARP_NL_GEN_H */

@@ -12,6 +12,9 @@
 #include <linux/xarray.h>
 #include <net/netlink.h>
 
+#include "cm.h"
+#include "cm_int.h"
+#include "conn.h"
 #include "cq.h"
 #include "ctx.h"
 #include "iwarp.h"
@@ -179,6 +182,7 @@ err_put:
 /* Unpublished from the context already. Process context, no locks held. */
 static void iwarp_qp_teardown(struct iwarp_qp *qp)
 {
+	iwarp_cm_qp_close(qp);
 	xa_erase(&iwarp_qp_index, qp->id);
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
 	WRITE_ONCE(qp->sq.ctrl->flags, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR);
@@ -222,6 +226,7 @@ void iwarp_qp_destroy_all(struct iwarp_ctx *ctx)
 
 int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
 {
+	struct iwarp_conn *conn = NULL;
 	struct iwarp_qp *qp;
 	int err = 0;
 
@@ -229,14 +234,27 @@ int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
 		return -EINVAL;
 	rcu_read_lock();
 	qp = xa_load(&ctx->qps, id);
-	if (!qp)
+	if (!qp) {
 		err = -ENOENT;
-	else if (queue == IWARP_DB_SQ && READ_ONCE(qp->state) != IWARP_QP_STATE_RTS)
-		err = -ENOTCONN;
+	} else if (queue == IWARP_DB_SQ) {
+		spin_lock_bh(&iwarp_qp_conn_lock);
+		conn = qp->conn;
+		if (conn && READ_ONCE(qp->state) != IWARP_QP_STATE_IDLE)
+			iwarp_conn_get(conn);
+		else
+			conn = NULL;
+		spin_unlock_bh(&iwarp_qp_conn_lock);
+		if (!conn)
+			err = -ENOTCONN;
+	}
 	/*
 	 * RQ: the receive path reads the producer index when a message
 	 * arrives, so the doorbell has nothing to start.
 	 */
 	rcu_read_unlock();
+	if (conn) {
+		iwarp_tx_doorbell(conn);
+		iwarp_conn_put(conn);
+	}
 	return err;
 }

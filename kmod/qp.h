@@ -13,6 +13,7 @@
 #include "ring.h"
 
 struct iwarp_ctx;
+struct iwarp_conn;
 struct iwarp_cq;
 struct iwarp_pd;
 struct netlink_ext_ack;
@@ -25,6 +26,7 @@ struct iwarp_qp {
 	struct iwarp_cq *recv_cq;	/* held; used until destroyed */
 	u32 id;
 	u8 state;			/* enum iwarp_qp_state, READ_ONCE */
+	struct iwarp_conn *conn;	/* held; iwarp_qp_conn_lock */
 	struct iwarp_ring sq;
 	struct iwarp_ring rq;
 	struct rcu_head rcu;
@@ -51,8 +53,9 @@ void iwarp_qp_put(struct iwarp_qp *qp);
 
 /*
  * Doorbell of @queue (enum iwarp_doorbell_queue) of QP @id in @ctx: -ENOENT
- * if the context has no such QP, -ENOTCONN for the SQ of a QP that is not
- * in RTS. Any context.
+ * if the context has no such QP, -ENOTCONN for the SQ of a QP that has no
+ * connection (never connected). The SQ of a connected QP runs (or, in
+ * error, flushes) in the caller. Process context.
  */
 int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue);
 

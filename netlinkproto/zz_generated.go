@@ -12,69 +12,96 @@ const (
 
 // Multicast groups.
 const (
-	// GroupEvents: Link creation, deletion and state changes (IWARP_CMD_LINK_NEW and IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON).
+	// GroupEvents: Link creation, deletion and state changes (IWARP_CMD_LINK_NEW and IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON), and connection-manager events (IWARP_CMD_CM_GET notifications).
 	GroupEvents = "events"
 )
 
 // Commands (enum iwarp_cmd).
 const (
-	CmdUnspec    uint8 = 0
-	CmdLinkNew   uint8 = 1  // IWARP_CMD_LINK_NEW
-	CmdLinkDel   uint8 = 2  // IWARP_CMD_LINK_DEL
-	CmdLinkGet   uint8 = 3  // IWARP_CMD_LINK_GET
-	CmdPDAlloc   uint8 = 4  // IWARP_CMD_PD_ALLOC
-	CmdPDFree    uint8 = 5  // IWARP_CMD_PD_FREE
-	CmdMRReg     uint8 = 6  // IWARP_CMD_MR_REG
-	CmdMRDereg   uint8 = 7  // IWARP_CMD_MR_DEREG
-	CmdCQCreate  uint8 = 8  // IWARP_CMD_CQ_CREATE
-	CmdCQDestroy uint8 = 9  // IWARP_CMD_CQ_DESTROY
-	CmdQPCreate  uint8 = 10 // IWARP_CMD_QP_CREATE
-	CmdQPDestroy uint8 = 11 // IWARP_CMD_QP_DESTROY
-	CmdLinkSet   uint8 = 12 // IWARP_CMD_LINK_SET
-	CmdMRGet     uint8 = 13 // IWARP_CMD_MR_GET
-	CmdCQGet     uint8 = 14 // IWARP_CMD_CQ_GET
-	CmdQPGet     uint8 = 15 // IWARP_CMD_QP_GET
-	CmdMax       uint8 = 15
+	CmdUnspec      uint8 = 0
+	CmdLinkNew     uint8 = 1  // IWARP_CMD_LINK_NEW
+	CmdLinkDel     uint8 = 2  // IWARP_CMD_LINK_DEL
+	CmdLinkGet     uint8 = 3  // IWARP_CMD_LINK_GET
+	CmdPDAlloc     uint8 = 4  // IWARP_CMD_PD_ALLOC
+	CmdPDFree      uint8 = 5  // IWARP_CMD_PD_FREE
+	CmdMRReg       uint8 = 6  // IWARP_CMD_MR_REG
+	CmdMRDereg     uint8 = 7  // IWARP_CMD_MR_DEREG
+	CmdCQCreate    uint8 = 8  // IWARP_CMD_CQ_CREATE
+	CmdCQDestroy   uint8 = 9  // IWARP_CMD_CQ_DESTROY
+	CmdQPCreate    uint8 = 10 // IWARP_CMD_QP_CREATE
+	CmdQPDestroy   uint8 = 11 // IWARP_CMD_QP_DESTROY
+	CmdLinkSet     uint8 = 12 // IWARP_CMD_LINK_SET
+	CmdMRGet       uint8 = 13 // IWARP_CMD_MR_GET
+	CmdCQGet       uint8 = 14 // IWARP_CMD_CQ_GET
+	CmdQPGet       uint8 = 15 // IWARP_CMD_QP_GET
+	CmdListen      uint8 = 16 // IWARP_CMD_LISTEN
+	CmdListenClose uint8 = 17 // IWARP_CMD_LISTEN_CLOSE
+	CmdConnect     uint8 = 18 // IWARP_CMD_CONNECT
+	CmdAccept      uint8 = 19 // IWARP_CMD_ACCEPT
+	CmdReject      uint8 = 20 // IWARP_CMD_REJECT
+	CmdDisconnect  uint8 = 21 // IWARP_CMD_DISCONNECT
+	CmdCMGet       uint8 = 22 // IWARP_CMD_CM_GET
+	CmdMax         uint8 = 22
 )
 
 // Attributes (enum iwarp_attr).
 const (
-	AttrUnspec       uint16 = 0
-	AttrLinkIndex    uint16 = 1  // IWARP_A_LINK_INDEX
-	AttrLinkName     uint16 = 2  // IWARP_A_LINK_NAME
-	AttrLinkIfindex  uint16 = 3  // IWARP_A_LINK_IFINDEX
-	AttrLinkNetdev   uint16 = 4  // IWARP_A_LINK_NETDEV
-	AttrLinkState    uint16 = 5  // IWARP_A_LINK_STATE
-	AttrLinkFlags    uint16 = 6  // IWARP_A_LINK_FLAGS
-	AttrEventReason  uint16 = 7  // IWARP_A_EVENT_REASON
-	AttrCtxFD        uint16 = 8  // IWARP_A_CTX_FD
-	AttrPDID         uint16 = 9  // IWARP_A_PD_ID
-	AttrMRAddr       uint16 = 10 // IWARP_A_MR_ADDR
-	AttrMRLength     uint16 = 11 // IWARP_A_MR_LENGTH
-	AttrMRAccess     uint16 = 12 // IWARP_A_MR_ACCESS
-	AttrMRSTag       uint16 = 13 // IWARP_A_MR_STAG
-	AttrCQID         uint16 = 14 // IWARP_A_CQ_ID
-	AttrCQEntries    uint16 = 15 // IWARP_A_CQ_ENTRIES
-	AttrQPID         uint16 = 16 // IWARP_A_QP_ID
-	AttrQPSendCQ     uint16 = 17 // IWARP_A_QP_SEND_CQ
-	AttrQPRecvCQ     uint16 = 18 // IWARP_A_QP_RECV_CQ
-	AttrQPSQEntries  uint16 = 19 // IWARP_A_QP_SQ_ENTRIES
-	AttrQPRQEntries  uint16 = 20 // IWARP_A_QP_RQ_ENTRIES
-	AttrQPState      uint16 = 21 // IWARP_A_QP_STATE
-	AttrMmapOffset   uint16 = 22 // IWARP_A_MMAP_OFFSET
-	AttrMmapSize     uint16 = 23 // IWARP_A_MMAP_SIZE
-	AttrRQMmapOffset uint16 = 24 // IWARP_A_RQ_MMAP_OFFSET
-	AttrRQMmapSize   uint16 = 25 // IWARP_A_RQ_MMAP_SIZE
-	AttrLinkMPARev   uint16 = 26 // IWARP_A_LINK_MPA_REV
-	AttrLinkRTR      uint16 = 27 // IWARP_A_LINK_RTR
-	AttrLinkIRD      uint16 = 28 // IWARP_A_LINK_IRD
-	AttrLinkORD      uint16 = 29 // IWARP_A_LINK_ORD
-	AttrCtxID        uint16 = 30 // IWARP_A_CTX_ID
-	AttrOwnerPID     uint16 = 31 // IWARP_A_OWNER_PID
-	AttrOwnerComm    uint16 = 32 // IWARP_A_OWNER_COMM
-	AttrCQHead       uint16 = 33 // IWARP_A_CQ_HEAD
-	AttrCQTail       uint16 = 34 // IWARP_A_CQ_TAIL
-	AttrMax          uint16 = 34
+	AttrUnspec        uint16 = 0
+	AttrLinkIndex     uint16 = 1  // IWARP_A_LINK_INDEX
+	AttrLinkName      uint16 = 2  // IWARP_A_LINK_NAME
+	AttrLinkIfindex   uint16 = 3  // IWARP_A_LINK_IFINDEX
+	AttrLinkNetdev    uint16 = 4  // IWARP_A_LINK_NETDEV
+	AttrLinkState     uint16 = 5  // IWARP_A_LINK_STATE
+	AttrLinkFlags     uint16 = 6  // IWARP_A_LINK_FLAGS
+	AttrEventReason   uint16 = 7  // IWARP_A_EVENT_REASON
+	AttrCtxFD         uint16 = 8  // IWARP_A_CTX_FD
+	AttrPDID          uint16 = 9  // IWARP_A_PD_ID
+	AttrMRAddr        uint16 = 10 // IWARP_A_MR_ADDR
+	AttrMRLength      uint16 = 11 // IWARP_A_MR_LENGTH
+	AttrMRAccess      uint16 = 12 // IWARP_A_MR_ACCESS
+	AttrMRSTag        uint16 = 13 // IWARP_A_MR_STAG
+	AttrCQID          uint16 = 14 // IWARP_A_CQ_ID
+	AttrCQEntries     uint16 = 15 // IWARP_A_CQ_ENTRIES
+	AttrQPID          uint16 = 16 // IWARP_A_QP_ID
+	AttrQPSendCQ      uint16 = 17 // IWARP_A_QP_SEND_CQ
+	AttrQPRecvCQ      uint16 = 18 // IWARP_A_QP_RECV_CQ
+	AttrQPSQEntries   uint16 = 19 // IWARP_A_QP_SQ_ENTRIES
+	AttrQPRQEntries   uint16 = 20 // IWARP_A_QP_RQ_ENTRIES
+	AttrQPState       uint16 = 21 // IWARP_A_QP_STATE
+	AttrMmapOffset    uint16 = 22 // IWARP_A_MMAP_OFFSET
+	AttrMmapSize      uint16 = 23 // IWARP_A_MMAP_SIZE
+	AttrRQMmapOffset  uint16 = 24 // IWARP_A_RQ_MMAP_OFFSET
+	AttrRQMmapSize    uint16 = 25 // IWARP_A_RQ_MMAP_SIZE
+	AttrLinkMPARev    uint16 = 26 // IWARP_A_LINK_MPA_REV
+	AttrLinkRTR       uint16 = 27 // IWARP_A_LINK_RTR
+	AttrLinkIRD       uint16 = 28 // IWARP_A_LINK_IRD
+	AttrLinkORD       uint16 = 29 // IWARP_A_LINK_ORD
+	AttrCtxID         uint16 = 30 // IWARP_A_CTX_ID
+	AttrOwnerPID      uint16 = 31 // IWARP_A_OWNER_PID
+	AttrOwnerComm     uint16 = 32 // IWARP_A_OWNER_COMM
+	AttrCQHead        uint16 = 33 // IWARP_A_CQ_HEAD
+	AttrCQTail        uint16 = 34 // IWARP_A_CQ_TAIL
+	AttrCMID          uint16 = 35 // IWARP_A_CM_ID
+	AttrCMConn        uint16 = 36 // IWARP_A_CM_CONN
+	AttrCMAddr        uint16 = 37 // IWARP_A_CM_ADDR
+	AttrCMPort        uint16 = 38 // IWARP_A_CM_PORT
+	AttrCMBacklog     uint16 = 39 // IWARP_A_CM_BACKLOG
+	AttrCMPData       uint16 = 40 // IWARP_A_CM_PDATA
+	AttrCMTimeout     uint16 = 41 // IWARP_A_CM_TIMEOUT
+	AttrCMAbort       uint16 = 42 // IWARP_A_CM_ABORT
+	AttrCMPeerAddr    uint16 = 43 // IWARP_A_CM_PEER_ADDR
+	AttrCMPeerPort    uint16 = 44 // IWARP_A_CM_PEER_PORT
+	AttrCMKind        uint16 = 45 // IWARP_A_CM_KIND
+	AttrCMState       uint16 = 46 // IWARP_A_CM_STATE
+	AttrConnFlags     uint16 = 47 // IWARP_A_CONN_FLAGS
+	AttrStatTXBytes   uint16 = 48 // IWARP_A_STAT_TX_BYTES
+	AttrStatRXBytes   uint16 = 49 // IWARP_A_STAT_RX_BYTES
+	AttrStatTXFPDUs   uint16 = 50 // IWARP_A_STAT_TX_FPDUS
+	AttrStatRXFPDUs   uint16 = 51 // IWARP_A_STAT_RX_FPDUS
+	AttrStatCRCErrors uint16 = 52 // IWARP_A_STAT_CRC_ERRORS
+	AttrStatTermSent  uint16 = 53 // IWARP_A_STAT_TERM_SENT
+	AttrStatTermRcvd  uint16 = 54 // IWARP_A_STAT_TERM_RCVD
+	AttrMax           uint16 = 54
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -86,14 +113,20 @@ const (
 
 // EventReason: Why a notification was sent. (enum iwarp_event_reason).
 const (
-	EventReasonNone             uint32 = 0 // IWARP_EVENT_REASON_NONE
-	EventReasonCreated          uint32 = 1 // IWARP_EVENT_REASON_CREATED
-	EventReasonDeleted          uint32 = 2 // IWARP_EVENT_REASON_DELETED
-	EventReasonNetdevUnregister uint32 = 3 // IWARP_EVENT_REASON_NETDEV_UNREGISTER
-	EventReasonNetdevNetNSMove  uint32 = 4 // IWARP_EVENT_REASON_NETDEV_NETNS_MOVE
-	EventReasonStateChange      uint32 = 5 // IWARP_EVENT_REASON_STATE_CHANGE
-	EventReasonModuleUnload     uint32 = 6 // IWARP_EVENT_REASON_MODULE_UNLOAD
-	EventReasonMax              uint32 = 6
+	EventReasonNone             uint32 = 0  // IWARP_EVENT_REASON_NONE
+	EventReasonCreated          uint32 = 1  // IWARP_EVENT_REASON_CREATED
+	EventReasonDeleted          uint32 = 2  // IWARP_EVENT_REASON_DELETED
+	EventReasonNetdevUnregister uint32 = 3  // IWARP_EVENT_REASON_NETDEV_UNREGISTER
+	EventReasonNetdevNetNSMove  uint32 = 4  // IWARP_EVENT_REASON_NETDEV_NETNS_MOVE
+	EventReasonStateChange      uint32 = 5  // IWARP_EVENT_REASON_STATE_CHANGE
+	EventReasonModuleUnload     uint32 = 6  // IWARP_EVENT_REASON_MODULE_UNLOAD
+	EventReasonCMRequest        uint32 = 7  // IWARP_EVENT_REASON_CM_REQUEST
+	EventReasonCMEstablished    uint32 = 8  // IWARP_EVENT_REASON_CM_ESTABLISHED
+	EventReasonCMRejected       uint32 = 9  // IWARP_EVENT_REASON_CM_REJECTED
+	EventReasonCMUnreachable    uint32 = 10 // IWARP_EVENT_REASON_CM_UNREACHABLE
+	EventReasonCMDisconnected   uint32 = 11 // IWARP_EVENT_REASON_CM_DISCONNECTED
+	EventReasonCMError          uint32 = 12 // IWARP_EVENT_REASON_CM_ERROR
+	EventReasonMax              uint32 = 12
 )
 
 // LinkFlags: Per-link MPA policy defaults, used for connections made on the link. (enum iwarp_link_flags).
@@ -110,6 +143,38 @@ const (
 	RTRRead  uint32 = 1 // IWARP_RTR_READ
 	RTRSend  uint32 = 2 // IWARP_RTR_SEND
 	RTRMax   uint32 = 2
+)
+
+// ConnFlags: Negotiated MPA parameters of a connection. (enum iwarp_conn_flags).
+const (
+	ConnFCRC       uint32 = 1 << 0 // IWARP_CONN_F_CRC
+	ConnFMarkersTX uint32 = 1 << 1 // IWARP_CONN_F_MARKERS_TX
+	ConnFMarkersRX uint32 = 1 << 2 // IWARP_CONN_F_MARKERS_RX
+	ConnFP2P       uint32 = 1 << 3 // IWARP_CONN_F_P2P
+	ConnFEnhanced  uint32 = 1 << 4 // IWARP_CONN_F_ENHANCED
+	ConnFAll       uint32 = 1<<5 - 1
+)
+
+// CMKind: Role of a connection-manager object. (enum iwarp_cm_kind).
+const (
+	CMKindListener uint32 = 0 // IWARP_CM_KIND_LISTENER
+	CMKindActive   uint32 = 1 // IWARP_CM_KIND_ACTIVE
+	CMKindPassive  uint32 = 2 // IWARP_CM_KIND_PASSIVE
+	CMKindMax      uint32 = 2
+)
+
+// CMState: State of a connection-manager object. (enum iwarp_cm_state).
+const (
+	CMStateListen         uint32 = 0 // IWARP_CM_STATE_LISTEN
+	CMStateConnecting     uint32 = 1 // IWARP_CM_STATE_CONNECTING
+	CMStateMPAWaitRequest uint32 = 2 // IWARP_CM_STATE_MPA_WAIT_REQUEST
+	CMStateMPAWaitReply   uint32 = 3 // IWARP_CM_STATE_MPA_WAIT_REPLY
+	CMStateMPAWaitAccept  uint32 = 4 // IWARP_CM_STATE_MPA_WAIT_ACCEPT
+	CMStateMPAWaitRTR     uint32 = 5 // IWARP_CM_STATE_MPA_WAIT_RTR
+	CMStateEstablished    uint32 = 6 // IWARP_CM_STATE_ESTABLISHED
+	CMStateClosing        uint32 = 7 // IWARP_CM_STATE_CLOSING
+	CMStateClosed         uint32 = 8 // IWARP_CM_STATE_CLOSED
+	CMStateMax            uint32 = 8
 )
 
 // MRAccessFlags: Access rights of a memory region. Local read is always allowed. (enum iwarp_mr_access_flags).
@@ -167,6 +232,26 @@ var AttrNames = map[uint16]string{
 	32: "IWARP_A_OWNER_COMM",
 	33: "IWARP_A_CQ_HEAD",
 	34: "IWARP_A_CQ_TAIL",
+	35: "IWARP_A_CM_ID",
+	36: "IWARP_A_CM_CONN",
+	37: "IWARP_A_CM_ADDR",
+	38: "IWARP_A_CM_PORT",
+	39: "IWARP_A_CM_BACKLOG",
+	40: "IWARP_A_CM_PDATA",
+	41: "IWARP_A_CM_TIMEOUT",
+	42: "IWARP_A_CM_ABORT",
+	43: "IWARP_A_CM_PEER_ADDR",
+	44: "IWARP_A_CM_PEER_PORT",
+	45: "IWARP_A_CM_KIND",
+	46: "IWARP_A_CM_STATE",
+	47: "IWARP_A_CONN_FLAGS",
+	48: "IWARP_A_STAT_TX_BYTES",
+	49: "IWARP_A_STAT_RX_BYTES",
+	50: "IWARP_A_STAT_TX_FPDUS",
+	51: "IWARP_A_STAT_RX_FPDUS",
+	52: "IWARP_A_STAT_CRC_ERRORS",
+	53: "IWARP_A_STAT_TERM_SENT",
+	54: "IWARP_A_STAT_TERM_RCVD",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -186,6 +271,13 @@ var CNames = map[string]uint64{
 	"IWARP_CMD_MR_GET":                     13,
 	"IWARP_CMD_CQ_GET":                     14,
 	"IWARP_CMD_QP_GET":                     15,
+	"IWARP_CMD_LISTEN":                     16,
+	"IWARP_CMD_LISTEN_CLOSE":               17,
+	"IWARP_CMD_CONNECT":                    18,
+	"IWARP_CMD_ACCEPT":                     19,
+	"IWARP_CMD_REJECT":                     20,
+	"IWARP_CMD_DISCONNECT":                 21,
+	"IWARP_CMD_CM_GET":                     22,
 	"IWARP_A_LINK_INDEX":                   1,
 	"IWARP_A_LINK_NAME":                    2,
 	"IWARP_A_LINK_IFINDEX":                 3,
@@ -220,6 +312,26 @@ var CNames = map[string]uint64{
 	"IWARP_A_OWNER_COMM":                   32,
 	"IWARP_A_CQ_HEAD":                      33,
 	"IWARP_A_CQ_TAIL":                      34,
+	"IWARP_A_CM_ID":                        35,
+	"IWARP_A_CM_CONN":                      36,
+	"IWARP_A_CM_ADDR":                      37,
+	"IWARP_A_CM_PORT":                      38,
+	"IWARP_A_CM_BACKLOG":                   39,
+	"IWARP_A_CM_PDATA":                     40,
+	"IWARP_A_CM_TIMEOUT":                   41,
+	"IWARP_A_CM_ABORT":                     42,
+	"IWARP_A_CM_PEER_ADDR":                 43,
+	"IWARP_A_CM_PEER_PORT":                 44,
+	"IWARP_A_CM_KIND":                      45,
+	"IWARP_A_CM_STATE":                     46,
+	"IWARP_A_CONN_FLAGS":                   47,
+	"IWARP_A_STAT_TX_BYTES":                48,
+	"IWARP_A_STAT_RX_BYTES":                49,
+	"IWARP_A_STAT_TX_FPDUS":                50,
+	"IWARP_A_STAT_RX_FPDUS":                51,
+	"IWARP_A_STAT_CRC_ERRORS":              52,
+	"IWARP_A_STAT_TERM_SENT":               53,
+	"IWARP_A_STAT_TERM_RCVD":               54,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,
@@ -229,12 +341,35 @@ var CNames = map[string]uint64{
 	"IWARP_EVENT_REASON_NETDEV_NETNS_MOVE": 4,
 	"IWARP_EVENT_REASON_STATE_CHANGE":      5,
 	"IWARP_EVENT_REASON_MODULE_UNLOAD":     6,
+	"IWARP_EVENT_REASON_CM_REQUEST":        7,
+	"IWARP_EVENT_REASON_CM_ESTABLISHED":    8,
+	"IWARP_EVENT_REASON_CM_REJECTED":       9,
+	"IWARP_EVENT_REASON_CM_UNREACHABLE":    10,
+	"IWARP_EVENT_REASON_CM_DISCONNECTED":   11,
+	"IWARP_EVENT_REASON_CM_ERROR":          12,
 	"IWARP_LINK_F_CRC":                     1,
 	"IWARP_LINK_F_MARKERS":                 2,
 	"IWARP_LINK_F_P2P":                     4,
 	"IWARP_RTR_WRITE":                      0,
 	"IWARP_RTR_READ":                       1,
 	"IWARP_RTR_SEND":                       2,
+	"IWARP_CONN_F_CRC":                     1,
+	"IWARP_CONN_F_MARKERS_TX":              2,
+	"IWARP_CONN_F_MARKERS_RX":              4,
+	"IWARP_CONN_F_P2P":                     8,
+	"IWARP_CONN_F_ENHANCED":                16,
+	"IWARP_CM_KIND_LISTENER":               0,
+	"IWARP_CM_KIND_ACTIVE":                 1,
+	"IWARP_CM_KIND_PASSIVE":                2,
+	"IWARP_CM_STATE_LISTEN":                0,
+	"IWARP_CM_STATE_CONNECTING":            1,
+	"IWARP_CM_STATE_MPA_WAIT_REQUEST":      2,
+	"IWARP_CM_STATE_MPA_WAIT_REPLY":        3,
+	"IWARP_CM_STATE_MPA_WAIT_ACCEPT":       4,
+	"IWARP_CM_STATE_MPA_WAIT_RTR":          5,
+	"IWARP_CM_STATE_ESTABLISHED":           6,
+	"IWARP_CM_STATE_CLOSING":               7,
+	"IWARP_CM_STATE_CLOSED":                8,
 	"IWARP_MR_ACCESS_F_LOCAL_WRITE":        1,
 	"IWARP_MR_ACCESS_F_REMOTE_READ":        2,
 	"IWARP_MR_ACCESS_F_REMOTE_WRITE":       4,

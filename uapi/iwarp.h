@@ -27,7 +27,8 @@
 
 /*
  * Link creation, deletion and state changes (IWARP_CMD_LINK_NEW and
- *   IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON).
+ *   IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON), and
+ *   connection-manager events (IWARP_CMD_CM_GET notifications).
  */
 #define IWARP_MCGRP_EVENTS	"events"
 
@@ -61,6 +62,17 @@ enum iwarp_link_state {
  *   or MPA defaults changed.
  * @IWARP_EVENT_REASON_MODULE_UNLOAD: The module is being unloaded; the link is
  *   gone.
+ * @IWARP_EVENT_REASON_CM_REQUEST: A listener received an MPA Request; it waits
+ *   for accept or reject.
+ * @IWARP_EVENT_REASON_CM_ESTABLISHED: A connection reached RTS (MPA
+ *   negotiation finished).
+ * @IWARP_EVENT_REASON_CM_REJECTED: The peer rejected the connection, or the
+ *   local side rejected a request.
+ * @IWARP_EVENT_REASON_CM_UNREACHABLE: A connection attempt failed (TCP,
+ *   timeout, or an MPA error).
+ * @IWARP_EVENT_REASON_CM_DISCONNECTED: A connection closed, gracefully or not.
+ * @IWARP_EVENT_REASON_CM_ERROR: A connection's QP went to error (a Terminate
+ *   was sent or received).
  */
 enum iwarp_event_reason {
 	IWARP_EVENT_REASON_NONE = 0,
@@ -70,6 +82,12 @@ enum iwarp_event_reason {
 	IWARP_EVENT_REASON_NETDEV_NETNS_MOVE = 4,
 	IWARP_EVENT_REASON_STATE_CHANGE = 5,
 	IWARP_EVENT_REASON_MODULE_UNLOAD = 6,
+	IWARP_EVENT_REASON_CM_REQUEST = 7,
+	IWARP_EVENT_REASON_CM_ESTABLISHED = 8,
+	IWARP_EVENT_REASON_CM_REJECTED = 9,
+	IWARP_EVENT_REASON_CM_UNREACHABLE = 10,
+	IWARP_EVENT_REASON_CM_DISCONNECTED = 11,
+	IWARP_EVENT_REASON_CM_ERROR = 12,
 
 	__IWARP_EVENT_REASON_MAX,
 };
@@ -110,6 +128,73 @@ enum iwarp_rtr {
 };
 
 #define IWARP_RTR_MAX (__IWARP_RTR_MAX - 1)
+
+/**
+ * enum iwarp_conn_flags - Negotiated MPA parameters of a connection.
+ * @IWARP_CONN_F_CRC: CRC32c is on in both directions.
+ * @IWARP_CONN_F_MARKERS_TX: This side inserts markers (the peer asked).
+ * @IWARP_CONN_F_MARKERS_RX: The peer inserts markers (this side asked).
+ * @IWARP_CONN_F_P2P: RFC 6581 peer-to-peer mode; IWARP_A_LINK_RTR is the
+ *   ready-to-receive message used.
+ * @IWARP_CONN_F_ENHANCED: RFC 6581 enhanced connection setup (MPA revision 2)
+ *   was negotiated.
+ */
+enum iwarp_conn_flags {
+	IWARP_CONN_F_CRC = 1U << 0,
+	IWARP_CONN_F_MARKERS_TX = 1U << 1,
+	IWARP_CONN_F_MARKERS_RX = 1U << 2,
+	IWARP_CONN_F_P2P = 1U << 3,
+	IWARP_CONN_F_ENHANCED = 1U << 4,
+
+	__IWARP_CONN_F_ALL = (1U << 5) - 1,
+};
+
+/**
+ * enum iwarp_cm_kind - Role of a connection-manager object.
+ * @IWARP_CM_KIND_LISTENER: A listening socket.
+ * @IWARP_CM_KIND_ACTIVE: A connection this side initiated (connect).
+ * @IWARP_CM_KIND_PASSIVE: A connection a listener received (accept or reject
+ *   pending, or accepted).
+ */
+enum iwarp_cm_kind {
+	IWARP_CM_KIND_LISTENER = 0,
+	IWARP_CM_KIND_ACTIVE = 1,
+	IWARP_CM_KIND_PASSIVE = 2,
+
+	__IWARP_CM_KIND_MAX,
+};
+
+#define IWARP_CM_KIND_MAX (__IWARP_CM_KIND_MAX - 1)
+
+/**
+ * enum iwarp_cm_state - State of a connection-manager object.
+ * @IWARP_CM_STATE_LISTEN: Listening.
+ * @IWARP_CM_STATE_CONNECTING: TCP connection being set up.
+ * @IWARP_CM_STATE_MPA_WAIT_REQUEST: Passive side, waiting for the MPA Request.
+ * @IWARP_CM_STATE_MPA_WAIT_REPLY: Active side, waiting for the MPA Reply.
+ * @IWARP_CM_STATE_MPA_WAIT_ACCEPT: Passive side, the Request was received;
+ *   waiting for the application to accept or reject.
+ * @IWARP_CM_STATE_MPA_WAIT_RTR: Passive side in peer-to-peer mode, waiting for
+ *   the ready-to-receive message.
+ * @IWARP_CM_STATE_ESTABLISHED: The QP is in RTS.
+ * @IWARP_CM_STATE_CLOSING: Disconnecting.
+ * @IWARP_CM_STATE_CLOSED: Closed; the object goes away with its QP or context.
+ */
+enum iwarp_cm_state {
+	IWARP_CM_STATE_LISTEN = 0,
+	IWARP_CM_STATE_CONNECTING = 1,
+	IWARP_CM_STATE_MPA_WAIT_REQUEST = 2,
+	IWARP_CM_STATE_MPA_WAIT_REPLY = 3,
+	IWARP_CM_STATE_MPA_WAIT_ACCEPT = 4,
+	IWARP_CM_STATE_MPA_WAIT_RTR = 5,
+	IWARP_CM_STATE_ESTABLISHED = 6,
+	IWARP_CM_STATE_CLOSING = 7,
+	IWARP_CM_STATE_CLOSED = 8,
+
+	__IWARP_CM_STATE_MAX,
+};
+
+#define IWARP_CM_STATE_MAX (__IWARP_CM_STATE_MAX - 1)
 
 /**
  * enum iwarp_mr_access_flags - Access rights of a memory region. Local read is
@@ -217,6 +302,44 @@ enum iwarp_qp_state {
  * @IWARP_A_CQ_HEAD: u32. A CQ's producer index (the kernel's). Read only.
  * @IWARP_A_CQ_TAIL: u32. A CQ's consumer index as user space last wrote it.
  *   Read only.
+ * @IWARP_A_CM_ID: u32. Identifier of a listener or connection, unique while
+ *   the module is loaded. Read only, except to name a listener in
+ *   IWARP_CMD_LISTEN_CLOSE.
+ * @IWARP_A_CM_CONN: u32. A connection request waiting for accept or reject, as
+ *   carried by the IWARP_EVENT_CONNECT_REQUEST event (conn).
+ * @IWARP_A_CM_ADDR: binary, 4 or 16 bytes. IPv4 (4 bytes) or IPv6 (16 bytes)
+ *   address in network order. Listen - the local address (0.0.0.0 or the IPv6
+ *   unspecified address for any); connect - the peer; dumps - the local
+ *   address.
+ * @IWARP_A_CM_PORT: u16. TCP port, host order. Listen - 0 picks a free port
+ *   (the reply carries it); connect - the peer's; dumps - the local port.
+ * @IWARP_A_CM_BACKLOG: u32. Listen backlog, 1 to 1024 (default 128).
+ * @IWARP_A_CM_PDATA: binary, at most 512 bytes. MPA private data (up to 512
+ *   bytes) for the Request, Reply or reject.
+ * @IWARP_A_CM_TIMEOUT: u32. Connect timeout in milliseconds for TCP setup plus
+ *   the MPA Reply, 1 to 600000 (default 10000).
+ * @IWARP_A_CM_ABORT: u8. Disconnect abortively (TCP reset) when non-zero;
+ *   gracefully otherwise.
+ * @IWARP_A_CM_PEER_ADDR: binary, 4 or 16 bytes. The peer's address, in dumps.
+ *   Read only.
+ * @IWARP_A_CM_PEER_PORT: u16. The peer's TCP port, in dumps. Read only.
+ * @IWARP_A_CM_KIND: u8 (enum iwarp_cm_kind). Listener, active or passive (enum
+ *   iwarp_cm_kind). Read only.
+ * @IWARP_A_CM_STATE: u8 (enum iwarp_cm_state). Connection-manager state (enum
+ *   iwarp_cm_state). Read only.
+ * @IWARP_A_CONN_FLAGS: u32 (enum iwarp_conn_flags). Negotiated MPA parameters
+ *   (IWARP_CONN_F_*). Read only.
+ * @IWARP_A_STAT_TX_BYTES: u64. Octets handed to TCP (FPDUs with their
+ *   framing). Read only.
+ * @IWARP_A_STAT_RX_BYTES: u64. Octets received from TCP in FPDU mode. Read
+ *   only.
+ * @IWARP_A_STAT_TX_FPDUS: u64. FPDUs sent. Read only.
+ * @IWARP_A_STAT_RX_FPDUS: u64. FPDUs received. Read only.
+ * @IWARP_A_STAT_CRC_ERRORS: u64. FPDUs received with a bad CRC. Read only.
+ * @IWARP_A_STAT_TERM_SENT: u32. The Terminate this side sent (layer << 12 |
+ *   etype << 8 | ecode), with bit 31 set; 0 if none. Read only.
+ * @IWARP_A_STAT_TERM_RCVD: u32. The Terminate the peer sent, encoded as
+ *   IWARP_A_STAT_TERM_SENT. Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -254,6 +377,26 @@ enum iwarp_attr {
 	IWARP_A_OWNER_COMM = 32,
 	IWARP_A_CQ_HEAD = 33,
 	IWARP_A_CQ_TAIL = 34,
+	IWARP_A_CM_ID = 35,
+	IWARP_A_CM_CONN = 36,
+	IWARP_A_CM_ADDR = 37,
+	IWARP_A_CM_PORT = 38,
+	IWARP_A_CM_BACKLOG = 39,
+	IWARP_A_CM_PDATA = 40,
+	IWARP_A_CM_TIMEOUT = 41,
+	IWARP_A_CM_ABORT = 42,
+	IWARP_A_CM_PEER_ADDR = 43,
+	IWARP_A_CM_PEER_PORT = 44,
+	IWARP_A_CM_KIND = 45,
+	IWARP_A_CM_STATE = 46,
+	IWARP_A_CONN_FLAGS = 47,
+	IWARP_A_STAT_TX_BYTES = 48,
+	IWARP_A_STAT_RX_BYTES = 49,
+	IWARP_A_STAT_TX_FPDUS = 50,
+	IWARP_A_STAT_RX_FPDUS = 51,
+	IWARP_A_STAT_CRC_ERRORS = 52,
+	IWARP_A_STAT_TERM_SENT = 53,
+	IWARP_A_STAT_TERM_RCVD = 54,
 
 	__IWARP_A_MAX,
 };
@@ -472,7 +615,124 @@ enum iwarp_attr {
  *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
  * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM, IWARP_A_QP_ID,
  *   IWARP_A_PD_ID, IWARP_A_QP_SEND_CQ, IWARP_A_QP_RECV_CQ,
- *   IWARP_A_QP_SQ_ENTRIES, IWARP_A_QP_RQ_ENTRIES, IWARP_A_QP_STATE
+ *   IWARP_A_QP_SQ_ENTRIES, IWARP_A_QP_RQ_ENTRIES, IWARP_A_QP_STATE,
+ *   IWARP_A_STAT_TX_BYTES, IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS,
+ *   IWARP_A_STAT_RX_FPDUS, IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT,
+ *   IWARP_A_STAT_TERM_RCVD
+ */
+/*
+ * IWARP_CMD_LISTEN
+ *   Listen for iWARP connections on IWARP_A_CM_ADDR and IWARP_A_CM_PORT
+ *   in the caller's network namespace. Each MPA Request received queues an
+ *   IWARP_EVENT_CONNECT_REQUEST on the context (id - the listener, conn -
+ *   the request handle, the peer's address and private data) and
+ *   multicasts a CM_GET notification with reason CM_REQUEST. Replies with
+ *   IWARP_A_CM_ID and the bound address and port.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_CM_ADDR (binary, 4 or 16 bytes)
+ *   Request, required: IWARP_A_CM_PORT (u16)
+ *   Request, optional: IWARP_A_CM_BACKLOG (u32)
+ * Reply: IWARP_A_CM_ID, IWARP_A_CM_ADDR, IWARP_A_CM_PORT
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error EINVAL - IWARP_A_CM_BACKLOG is not 1 to 1024
+ * Error EADDRINUSE - the address and port are taken
+ * Error EADDRNOTAVAIL - the address is not local
+ */
+/*
+ * IWARP_CMD_LISTEN_CLOSE
+ *   Stop listening; pending requests of the listener are rejected.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_CM_ID (u32)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such listener in the context
+ */
+/*
+ * IWARP_CMD_CONNECT
+ *   Connect QP IWARP_A_QP_ID (idle, never connected) to IWARP_A_CM_ADDR
+ *   port IWARP_A_CM_PORT with MPA private data IWARP_A_CM_PDATA. The MPA
+ *   parameters come from the link of the device the route leaves through;
+ *   IWARP_A_LINK_FLAGS, _MPA_REV, _RTR, _IRD and _ORD override them for
+ *   this connection. Returns at once; the outcome is an
+ *   IWARP_EVENT_ESTABLISHED (with the Reply's private data), _REJECTED
+ *   (with the Reply's private data) or _UNREACHABLE (status -errno) event
+ *   on the context.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_QP_ID (u32)
+ *   Request, required: IWARP_A_CM_ADDR (binary, 4 or 16 bytes)
+ *   Request, required: IWARP_A_CM_PORT (u16)
+ *   Request, optional: IWARP_A_CM_PDATA (binary, at most 512 bytes)
+ *   Request, optional: IWARP_A_CM_TIMEOUT (u32)
+ *   Request, optional: IWARP_A_LINK_FLAGS (u32)
+ *   Request, optional: IWARP_A_LINK_MPA_REV (u8)
+ *   Request, optional: IWARP_A_LINK_RTR (u8)
+ *   Request, optional: IWARP_A_LINK_IRD (u32)
+ *   Request, optional: IWARP_A_LINK_ORD (u32)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such QP in the context
+ * Error EISCONN - the QP is not idle (connecting, connected or closed)
+ * Error EINVAL - a parameter is out of range (the message names it)
+ */
+/*
+ * IWARP_CMD_ACCEPT
+ *   Accept the connection request IWARP_A_CM_CONN on QP IWARP_A_QP_ID
+ *   (idle), replying with private data IWARP_A_CM_PDATA; IWARP_A_LINK_IRD
+ *   and _ORD override the link's. The QP reaches RTS and an
+ *   IWARP_EVENT_ESTABLISHED follows (in peer-to-peer mode once the
+ *   ready-to-receive message arrived).
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_CM_CONN (u32)
+ *   Request, required: IWARP_A_QP_ID (u32)
+ *   Request, optional: IWARP_A_CM_PDATA (binary, at most 512 bytes)
+ *   Request, optional: IWARP_A_LINK_IRD (u32)
+ *   Request, optional: IWARP_A_LINK_ORD (u32)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such request or QP in the context
+ * Error EISCONN - the QP is not idle
+ * Error ECONNABORTED - the peer went away before the accept
+ */
+/*
+ * IWARP_CMD_REJECT
+ *   Reject the connection request IWARP_A_CM_CONN with a Reply carrying
+ *   private data IWARP_A_CM_PDATA, and close it.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_CM_CONN (u32)
+ *   Request, optional: IWARP_A_CM_PDATA (binary, at most 512 bytes)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such request in the context
+ */
+/*
+ * IWARP_CMD_DISCONNECT
+ *   Close the connection of QP IWARP_A_QP_ID: gracefully (pending work
+ *   completes or is flushed, then a TCP FIN) or, with IWARP_A_CM_ABORT,
+ *   abortively (TCP reset). The QP goes to error and IWARP_EVENT_DISCONNECTED
+ *   follows.
+ *   Permission: none (any user).
+ *   Request, required: IWARP_A_CTX_FD (u32)
+ *   Request, required: IWARP_A_QP_ID (u32)
+ *   Request, optional: IWARP_A_CM_ABORT (u8)
+ * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
+ * Error ENOENT - no such QP in the context
+ * Error ENOTCONN - the QP has no connection
+ */
+/*
+ * IWARP_CMD_CM_GET
+ *   Dump the listeners and connections of the verbs contexts opened in the
+ *   caller's network namespace, one message each, ordered by IWARP_A_CM_ID,
+ *   with the negotiated MPA parameters and the connection's counters.
+ *   Permission: none (any user).
+ *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
+ * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM, IWARP_A_CM_ID,
+ *   IWARP_A_CM_KIND, IWARP_A_CM_STATE, IWARP_A_QP_ID, IWARP_A_CM_ADDR,
+ *   IWARP_A_CM_PORT, IWARP_A_CM_PEER_ADDR, IWARP_A_CM_PEER_PORT,
+ *   IWARP_A_CONN_FLAGS, IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR,
+ *   IWARP_A_LINK_IRD, IWARP_A_LINK_ORD, IWARP_A_STAT_TX_BYTES,
+ *   IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS, IWARP_A_STAT_RX_FPDUS,
+ *   IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT, IWARP_A_STAT_TERM_RCVD
  */
 
 /* Notifications (multicast group "events"):
@@ -480,6 +740,8 @@ enum iwarp_attr {
  *   defaults changed; carries the link's attributes and IWARP_A_EVENT_REASON.
  * IWARP_CMD_LINK_DEL: A link was deleted; carries its attributes as they were
  *   and IWARP_A_EVENT_REASON.
+ * IWARP_CMD_CM_GET: A connection-manager event (IWARP_A_EVENT_REASON CM_*);
+ *   carries the object's attributes as IWARP_CMD_CM_GET dumps them.
  */
 enum iwarp_cmd {
 	IWARP_CMD_UNSPEC = 0,
@@ -498,6 +760,13 @@ enum iwarp_cmd {
 	IWARP_CMD_MR_GET = 13,
 	IWARP_CMD_CQ_GET = 14,
 	IWARP_CMD_QP_GET = 15,
+	IWARP_CMD_LISTEN = 16,
+	IWARP_CMD_LISTEN_CLOSE = 17,
+	IWARP_CMD_CONNECT = 18,
+	IWARP_CMD_ACCEPT = 19,
+	IWARP_CMD_REJECT = 20,
+	IWARP_CMD_DISCONNECT = 21,
+	IWARP_CMD_CM_GET = 22,
 
 	__IWARP_CMD_MAX,
 };

@@ -35,8 +35,9 @@ type definition struct {
 
 type attribute struct {
 	Name   string `yaml:"name"`
-	Type   string `yaml:"type"` // u8, u32, u64, string
+	Type   string `yaml:"type"` // u8, u16, u32, u64, string, binary
 	MaxLen int    `yaml:"max-len"`
+	Lens   []int  `yaml:"lens"` // binary: the only lengths allowed
 	Enum   string `yaml:"enum"`
 	Flags  string `yaml:"flags"`
 	Doc    string `yaml:"doc"`
@@ -125,10 +126,10 @@ func (s *spec) check() error {
 	attrs := map[string]bool{}
 	for _, a := range s.Attributes {
 		switch a.Type {
-		case "u8", "u32", "u64":
-		case "string":
-			if a.MaxLen <= 0 {
-				return fmt.Errorf("attribute %s: string needs max-len", a.Name)
+		case "u8", "u16", "u32", "u64":
+		case "string", "binary":
+			if a.MaxLen <= 0 && len(a.Lens) == 0 {
+				return fmt.Errorf("attribute %s: %s needs max-len or lens", a.Name, a.Type)
 			}
 		default:
 			return fmt.Errorf("attribute %s: type %q", a.Name, a.Type)
@@ -173,6 +174,7 @@ var initialisms = map[string]string{
 	"crc": "CRC", "p2p": "P2P", "netns": "NetNS", "ifindex": "Ifindex", "mr": "MR", "pd": "PD",
 	"cq": "CQ", "qp": "QP", "sq": "SQ", "rq": "RQ", "fd": "FD", "rts": "RTS", "stag": "STag", "id": "ID",
 	"mpa": "MPA", "rtr": "RTR", "ird": "IRD", "ord": "ORD", "pid": "PID",
+	"cm": "CM", "pdata": "PData", "tx": "TX", "rx": "RX", "fpdus": "FPDUs",
 }
 
 func camel(name string) string {
@@ -230,6 +232,12 @@ func (s *spec) attr(name string) attribute {
 func cType(a attribute) string {
 	if a.Type == "string" {
 		return fmt.Sprintf("string, at most %d bytes", a.MaxLen)
+	}
+	if a.Type == "binary" {
+		if len(a.Lens) > 0 {
+			return "binary, " + lensText(a.Lens) + " bytes"
+		}
+		return fmt.Sprintf("binary, at most %d bytes", a.MaxLen)
 	}
 	return a.Type
 }
@@ -460,8 +468,19 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			fmt.Fprintf(&b, "\t\tcase IWARP_NLA_STR_EMPTY:\n\t\t\tNL_SET_ERR_MSG_ATTR(extack, nla, \"%s: empty\");\n\t\t\treturn -EINVAL;\n", c)
 			fmt.Fprintf(&b, "\t\tcase IWARP_NLA_STR_LONG:\n\t\t\tNL_SET_ERR_MSG_ATTR(extack, nla, \"%s: longer than %d bytes\");\n\t\t\treturn -ENAMETOOLONG;\n", c, a.MaxLen)
 			fmt.Fprintf(&b, "\t\tcase IWARP_NLA_STR_NUL:\n\t\t\tNL_SET_ERR_MSG_ATTR(extack, nla, \"%s: contains a NUL byte\");\n\t\t\treturn -EINVAL;\n\t\t}\n\t\treturn -EINVAL;\n", c)
+		case "binary":
+			if len(a.Lens) > 0 {
+				conds := make([]string, len(a.Lens))
+				for i, l := range a.Lens {
+					conds[i] = fmt.Sprintf("nla_len(nla) != %d", l)
+				}
+				fmt.Fprintf(&b, "\t\tif (%s) {\n\t\t\tNL_SET_ERR_MSG_ATTR(extack, nla, \"%s: must be %s bytes\");\n\t\t\treturn -EINVAL;\n\t\t}\n", strings.Join(conds, " && "), c, lensText(a.Lens))
+			} else {
+				fmt.Fprintf(&b, "\t\tif (nla_len(nla) > %d) {\n\t\t\tNL_SET_ERR_MSG_ATTR(extack, nla, \"%s: longer than %d bytes\");\n\t\t\treturn -EMSGSIZE;\n\t\t}\n", a.MaxLen, c, a.MaxLen)
+			}
+			b.WriteString("\t\treturn 0;\n")
 		default:
-			size := map[string]int{"u8": 1, "u32": 4, "u64": 8}[a.Type]
+			size := map[string]int{"u8": 1, "u16": 2, "u32": 4, "u64": 8}[a.Type]
 			fmt.Fprintf(&b, "\t\tif (nla_len(nla) != %d) {\n\t\t\tNL_SET_ERR_MSG_ATTR(extack, nla, \"%s: must be a %s (%d bytes)\");\n\t\t\treturn -EINVAL;\n\t\t}\n", size, c, a.Type, size)
 			switch {
 			case a.Flags != "":
@@ -471,7 +490,7 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 				b.WriteString("\t\t\treturn -EOPNOTSUPP;\n\t\t}\n")
 			case a.Enum != "":
 				d := s.def(a.Enum)
-				get := map[string]string{"u8": "nla_get_u8", "u32": "nla_get_u32", "u64": "nla_get_u64"}[a.Type]
+				get := map[string]string{"u8": "nla_get_u8", "u16": "nla_get_u16", "u32": "nla_get_u32", "u64": "nla_get_u64"}[a.Type]
 				fmt.Fprintf(&b, "\t\tif (%s(nla) > %s) {\n", get, s.enumMaxC(d))
 				fmt.Fprintf(&b, "\t\t\tNL_SET_ERR_MSG_ATTR(extack, nla, \"%s: unknown value\");\n", c)
 				b.WriteString("\t\t\treturn -ERANGE;\n\t\t}\n")
@@ -618,4 +637,16 @@ func (s *spec) goSource() string {
 		log.Fatalf("generated Go does not parse: %v", err)
 	}
 	return string(out)
+}
+
+// lensText lists allowed lengths: "4 or 16".
+func lensText(lens []int) string {
+	parts := make([]string, len(lens))
+	for i, l := range lens {
+		parts[i] = fmt.Sprint(l)
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }

@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Connection manager: the objects (listeners and connections, one struct
+ * iwarp_conn each, in one module-wide index), their lifetime, the socket
+ * callbacks and the events. The MPA exchange itself is in cm_mpa.c.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+#include <net/inet_sock.h>
+#include <net/ipv6.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "cm.h"
+#include "cm_int.h"
+#include "conn.h"
+#include "ctx.h"
+#include "link.h"
+#include "mr.h"
+#include "qp.h"
+
+#define IWARP_CM_MAX_ID		((1U << 24) - 1)
+
+static DEFINE_XARRAY_ALLOC1(iwarp_cm_index);
+static u32 iwarp_cm_next_id;
+struct workqueue_struct *iwarp_wq;
+atomic_t iwarp_conns_live = ATOMIC_INIT(0);
+
+void iwarp_conn_get(struct iwarp_conn *conn)
+{
+	kref_get(&conn->ref);
+}
+
+static void iwarp_conn_release(struct kref *ref)
+{
+	struct iwarp_conn *conn = container_of(ref, struct iwarp_conn, ref);
+
+	if (conn->sock)
+		sock_release(conn->sock);
+	if (conn->qp)
+		iwarp_qp_put(conn->qp);
+	if (conn->lsn)
+		iwarp_conn_put(conn->lsn);
+	kvfree(conn->txbuf);
+	kvfree(conn->swq);
+	kvfree(conn->orq);
+	kvfree(conn->irq);
+	iwarp_ctx_put(conn->ctx);
+	atomic_dec(&iwarp_conns_live);
+	kfree_rcu(conn, rcu);
+}
+
+void iwarp_conn_put(struct iwarp_conn *conn)
+{
+	kref_put(&conn->ref, iwarp_conn_release);
+}
+
+struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
+{
+	struct iwarp_conn *conn;
+	int err;
+
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL_ACCOUNT);
+	if (!conn)
+		return NULL;
+	kref_init(&conn->ref);		/* the index's */
+	iwarp_ctx_get(ctx);
+	conn->ctx = ctx;
+	conn->kind = kind;
+	spin_lock_init(&conn->lock);
+	mutex_init(&conn->tx_lock);
+	INIT_WORK(&conn->cm_work, iwarp_cm_work);
+	INIT_WORK(&conn->close_work, iwarp_cm_close_work);
+	INIT_WORK(&conn->rx_work, iwarp_rx_work);
+	INIT_WORK(&conn->tx_work, iwarp_tx_work);
+	atomic_inc(&iwarp_conns_live);
+	err = xa_alloc_cyclic(&iwarp_cm_index, &conn->id, conn, XA_LIMIT(1, IWARP_CM_MAX_ID),
+			      &iwarp_cm_next_id, GFP_KERNEL);
+	if (err < 0) {
+		iwarp_conn_put(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+/* A reference to object @id if it belongs to @ctx. */
+struct iwarp_conn *iwarp_conn_lookup(struct iwarp_ctx *ctx, u32 id)
+{
+	struct iwarp_conn *conn;
+
+	rcu_read_lock();
+	conn = xa_load(&iwarp_cm_index, id);
+	if (conn && (conn->ctx != ctx || !kref_get_unless_zero(&conn->ref)))
+		conn = NULL;
+	rcu_read_unlock();
+	return conn;
+}
+
+struct iwarp_conn *iwarp_cm_find_next(unsigned long *id)
+{
+	struct iwarp_conn *conn;
+
+	rcu_read_lock();
+	for (;;) {
+		conn = xa_find(&iwarp_cm_index, id, ULONG_MAX, XA_PRESENT);
+		if (!conn || kref_get_unless_zero(&conn->ref))
+			break;
+		(*id)++;
+	}
+	rcu_read_unlock();
+	return conn;
+}
+
+void iwarp_conn_set_state(struct iwarp_conn *conn, u8 state)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->state = state;
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+/* ------------------------------------------------------------------ events */
+
+void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
+		    const u8 *pdata, u16 pd_len)
+{
+	struct iwarp_event ev = {
+		.type = type,
+		.status = status,
+		.term = term,
+		.pdata_len = pd_len,
+	};
+	u32 reason = IWARP_EVENT_REASON_NONE;
+
+	switch (type) {
+	case IWARP_EVENT_CONNECT_REQUEST:
+		ev.id = conn->lsn->id;
+		ev.conn = conn->id;
+		reason = IWARP_EVENT_REASON_CM_REQUEST;
+		break;
+	case IWARP_EVENT_ESTABLISHED:
+		reason = IWARP_EVENT_REASON_CM_ESTABLISHED;
+		break;
+	case IWARP_EVENT_REJECTED:
+		reason = IWARP_EVENT_REASON_CM_REJECTED;
+		break;
+	case IWARP_EVENT_UNREACHABLE:
+		reason = IWARP_EVENT_REASON_CM_UNREACHABLE;
+		break;
+	case IWARP_EVENT_DISCONNECTED:
+		reason = IWARP_EVENT_REASON_CM_DISCONNECTED;
+		break;
+	case IWARP_EVENT_QP_ERROR:
+		reason = IWARP_EVENT_REASON_CM_ERROR;
+		break;
+	}
+	if (type != IWARP_EVENT_CONNECT_REQUEST && conn->qp)
+		ev.id = conn->qp->id;
+	BUILD_BUG_ON(sizeof(ev.peer_addr) < sizeof(struct sockaddr_in6));
+	if (conn->peer.ss_family == AF_INET6)
+		memcpy(ev.peer_addr, &conn->peer, sizeof(struct sockaddr_in6));
+	else
+		memcpy(ev.peer_addr, &conn->peer, sizeof(struct sockaddr_in));
+	if (iwarp_ctx_queue_event(conn->ctx, &ev, pdata, GFP_ATOMIC))
+		pr_debug("cm %u: event %u not queued\n", conn->id, type);
+	iwarp_nl_notify_cm(conn, reason);
+}
+
+/* ---------------------------------------------------------- socket hooks */
+
+static void iwarp_sk_data_ready(struct sock *sk)
+{
+	struct iwarp_conn *conn;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	conn = sk->sk_user_data;
+	if (conn && !READ_ONCE(conn->closing)) {
+		if (conn->kind == IWARP_CM_KIND_LISTENER)
+			queue_work(iwarp_wq, &conn->cm_work);
+		else
+			queue_work(iwarp_wq, &conn->rx_work);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void iwarp_sk_write_space(struct sock *sk)
+{
+	struct iwarp_conn *conn;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	conn = sk->sk_user_data;
+	if (conn && !READ_ONCE(conn->closing) && sk_stream_is_writeable(sk)) {
+		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		queue_work(iwarp_wq, &conn->tx_work);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void iwarp_sk_state_change(struct sock *sk)
+{
+	struct iwarp_conn *conn;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	conn = sk->sk_user_data;
+	if (conn && !READ_ONCE(conn->closing)) {
+		switch (sk->sk_state) {
+		case TCP_CLOSE_WAIT:
+		case TCP_CLOSE:
+		case TCP_LAST_ACK:
+		case TCP_CLOSING:
+		case TCP_TIME_WAIT:
+			iwarp_cm_close_async(conn);
+			break;
+		}
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+void iwarp_conn_hook(struct iwarp_conn *conn)
+{
+	struct sock *sk = conn->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	conn->saved_data_ready = sk->sk_data_ready;
+	conn->saved_write_space = sk->sk_write_space;
+	conn->saved_state_change = sk->sk_state_change;
+	sk->sk_user_data = conn;
+	sk->sk_data_ready = iwarp_sk_data_ready;
+	if (conn->kind != IWARP_CM_KIND_LISTENER) {
+		sk->sk_write_space = iwarp_sk_write_space;
+		sk->sk_state_change = iwarp_sk_state_change;
+	}
+	conn->hooked = true;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void iwarp_conn_unhook(struct iwarp_conn *conn)
+{
+	struct sock *sk = conn->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	if (conn->hooked) {
+		sk->sk_user_data = NULL;
+		sk->sk_data_ready = conn->saved_data_ready;
+		sk->sk_write_space = conn->saved_write_space;
+		sk->sk_state_change = conn->saved_state_change;
+		conn->hooked = false;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* ------------------------------------------------------------- ending */
+
+void iwarp_cm_unpend(struct iwarp_conn *conn)
+{
+	if (conn->lsn && atomic_xchg(&conn->pending_counted, 0))
+		atomic_dec(&conn->lsn->pending);
+}
+
+void iwarp_cm_close_async(struct iwarp_conn *conn)
+{
+	iwarp_conn_get(conn);
+	if (!queue_work(iwarp_wq, &conn->close_work))
+		iwarp_conn_put(conn);
+}
+
+void iwarp_cm_close_work(struct work_struct *work)
+{
+	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, close_work);
+
+	iwarp_conn_close(conn, false);
+	iwarp_conn_put(conn);
+}
+
+/* The QP of a closing connection: error, flushed, told. */
+static void iwarp_conn_close_qp(struct iwarp_conn *conn)
+{
+	struct iwarp_qp *qp = conn->qp;
+	bool was_up;
+
+	mutex_lock(&conn->tx_lock);
+	was_up = conn->fpdu_mode;
+	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
+	WRITE_ONCE(qp->sq.ctrl->flags, READ_ONCE(qp->sq.ctrl->flags) | IWARP_RING_F_ERROR);
+	WRITE_ONCE(qp->rq.ctrl->flags, READ_ONCE(qp->rq.ctrl->flags) | IWARP_RING_F_ERROR);
+	if (was_up) {
+		iwarp_rx_release(conn);
+		iwarp_conn_flush(conn, true);
+	}
+	mutex_unlock(&conn->tx_lock);
+	if (was_up)
+		iwarp_cm_event(conn, IWARP_EVENT_DISCONNECTED, 0, 0, NULL, 0);
+}
+
+void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->closing) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		return;
+	}
+	conn->closing = true;
+	conn->state = IWARP_CM_STATE_CLOSING;
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	if (conn->sock) {
+		iwarp_conn_unhook(conn);
+		if (abort || conn->kind == IWARP_CM_KIND_LISTENER)
+			sock_no_linger(conn->sock->sk);
+		/* wakes a blocked connect, accept or receive of cm_work */
+		kernel_sock_shutdown(conn->sock, SHUT_RDWR);
+	}
+	cancel_work_sync(&conn->cm_work);
+	cancel_work_sync(&conn->rx_work);
+	cancel_work_sync(&conn->tx_work);
+	iwarp_cm_unpend(conn);
+	if (conn->qp)
+		iwarp_conn_close_qp(conn);
+	if (conn->kind == IWARP_CM_KIND_LISTENER)
+		iwarp_cm_listener_closed(conn);
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_CLOSED);
+	xa_erase(&iwarp_cm_index, conn->id);
+	iwarp_conn_put(conn);		/* the index's */
+}
+
+/* ----------------------------------------------------------- failures */
+
+void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
+		     const u8 *hdr, size_t hdr_len, bool received)
+{
+	struct iwarp_qp *qp = conn->qp;
+	unsigned long flags;
+	u32 code = 0;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (READ_ONCE(qp->state) != IWARP_QP_STATE_RTS || conn->closing) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		return;
+	}
+	if (term) {
+		code = iwarp_term_code(term);
+		if (received) {
+			conn->stats.term_rcvd = BIT(31) | code;
+		} else if (!conn->term_done) {
+			iwp_term_prepare(&conn->term_msg, term, hdr, hdr_len, hdr_len);
+			conn->term_pending = true;
+			conn->stats.term_sent = BIT(31) | code;
+		}
+	}
+	WRITE_ONCE(qp->state, conn->term_pending ? IWARP_QP_STATE_TERMINATE :
+						  IWARP_QP_STATE_ERROR);
+	WRITE_ONCE(qp->sq.ctrl->flags, READ_ONCE(qp->sq.ctrl->flags) | IWARP_RING_F_ERROR);
+	WRITE_ONCE(qp->rq.ctrl->flags, READ_ONCE(qp->rq.ctrl->flags) | IWARP_RING_F_ERROR);
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	pr_debug("qp %u: error, term %s %#x\n", qp->id, received ? "received" : "sent", code);
+	iwarp_cm_event(conn, IWARP_EVENT_QP_ERROR, term ? -ECONNRESET : -EPIPE, code, NULL, 0);
+	iwarp_tx_kick(conn);
+}
+
+/* ---------------------------------------------------------- FPDU mode */
+
+int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
+{
+	struct iwarp_qp *qp = conn->qp;
+	struct sock *sk = conn->sock->sk;
+	u32 rx_flags = IWP_RX_DDP;
+
+	conn->ord = max_t(u32, conn->res.ord, 1);
+	conn->ird = max_t(u32, conn->res.ird, 1);
+	conn->txbuf = kvmalloc(IWARP_TXBUF_SIZE, GFP_KERNEL_ACCOUNT);
+	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
+	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
+	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
+	if (!conn->txbuf || !conn->swq || !conn->orq || !conn->irq)
+		return -ENOMEM;
+
+	/* MPA-40: stream positions count from the first FPDU octet. */
+	iwp_mpa_tx_init(&conn->mtx, conn->res.crc, conn->res.markers_tx, 0);
+	if (conn->res.crc)
+		rx_flags |= IWP_RX_CRC | IWP_RX_CALLER_CRC;
+	if (conn->res.markers_rx)
+		rx_flags |= IWP_RX_MARKERS;
+	iwp_mpa_rx_init(&conn->mrx, rx_flags, 0);
+	lock_sock(sk);
+	conn->mulpdu = iwp_mulpdu(tcp_sk(sk)->mss_cache, conn->res.markers_tx);
+	release_sock(sk);
+	conn->msn_send = 1;
+	conn->msn_rreq = 1;
+	conn->rq_msn = 1;
+	conn->rreq_msn = 1;
+	conn->term_msn = 1;
+	conn->sq_next = READ_ONCE(qp->sq.ctrl->tail);
+	conn->sq_built = conn->sq_next;
+	conn->sq_sent = conn->sq_next;
+	conn->sq_cqi = conn->sq_next;
+	conn->rq_next = READ_ONCE(qp->rq.ctrl->tail);
+	if (conn->res.p2p) {
+		if (conn->kind == IWARP_CM_KIND_ACTIVE)
+			conn->rtr_pending = true;
+		else
+			conn->rtr_wait = true;
+	}
+	conn->fpdu_mode = true;
+	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
+	iwarp_conn_hook(conn);
+	/* FPDUs may have arrived with or right after the last MPA frame. */
+	queue_work(iwarp_wq, &conn->rx_work);
+	queue_work(iwarp_wq, &conn->tx_work);
+	return 0;
+}
+
+void iwarp_cm_rtr_received(struct iwarp_conn *conn)
+{
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
+	iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
+}
+
+/* ------------------------------------------------------ context and QP */
+
+void iwarp_cm_ctx_close(struct iwarp_ctx *ctx)
+{
+	struct iwarp_conn *conn;
+	unsigned long id = 0;
+
+	while ((conn = iwarp_cm_find_next(&id))) {
+		if (conn->ctx == ctx)
+			iwarp_conn_close(conn, true);
+		iwarp_conn_put(conn);
+		id++;
+	}
+}
+
+void iwarp_cm_qp_close(struct iwarp_qp *qp)
+{
+	struct iwarp_conn *conn;
+
+	spin_lock_bh(&iwarp_qp_conn_lock);
+	conn = qp->conn;
+	qp->conn = NULL;
+	spin_unlock_bh(&iwarp_qp_conn_lock);
+	if (!conn)
+		return;
+	iwarp_conn_close(conn, true);
+	iwarp_conn_put(conn);		/* qp->conn's */
+}
+
+/* ------------------------------------------------------------- module */
+
+int iwarp_conn_init(void)
+{
+	iwarp_wq = alloc_workqueue("iwarp", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return iwarp_wq ? 0 : -ENOMEM;
+}
+
+void iwarp_conn_exit(void)
+{
+	/* Every context is closed: no object is left. */
+	destroy_workqueue(iwarp_wq);
+	if (atomic_read(&iwarp_conns_live))
+		pr_err("leak: %d connections\n", atomic_read(&iwarp_conns_live));
+}

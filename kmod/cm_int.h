@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Connection manager internals shared by cm.c (objects, lifetime, events),
+ * cm_mpa.c (the MPA exchange) and netlink_cm.c.
+ */
+#ifndef _IWARP_CM_INT_H
+#define _IWARP_CM_INT_H
+
+#include <linux/atomic.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+
+struct iwarp_conn;
+struct iwarp_ctx;
+struct work_struct;
+
+/* Guards qp->conn. */
+extern spinlock_t iwarp_qp_conn_lock;
+extern atomic_t iwarp_conns_live;
+
+/* A new object in the CM index, holding the index's reference. */
+struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind);
+/* Object @id of @ctx with a reference, or NULL. */
+struct iwarp_conn *iwarp_conn_lookup(struct iwarp_ctx *ctx, u32 id);
+void iwarp_conn_set_state(struct iwarp_conn *conn, u8 state);
+void iwarp_conn_hook(struct iwarp_conn *conn);
+/* A request is answered or gone: it no longer counts against the backlog. */
+void iwarp_cm_unpend(struct iwarp_conn *conn);
+
+/* Queues an event on the context and multicasts it. Any context. */
+void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
+		    const u8 *pdata, u16 pd_len);
+
+/* iwarp_conn_close() from a context that may not block on the works. */
+void iwarp_cm_close_async(struct iwarp_conn *conn);
+void iwarp_cm_close_work(struct work_struct *work);
+
+/* cm_mpa.c: the exchange (connect, accept loop, request) and its end. */
+void iwarp_cm_work(struct work_struct *work);
+void iwarp_cm_listener_closed(struct iwarp_conn *lsn);
+
+/* netlink_cm.c */
+void iwarp_nl_notify_cm(struct iwarp_conn *conn, u32 reason);
+struct iwarp_conn_stats;
+struct sk_buff;
+int iwarp_nl_put_stats(struct sk_buff *skb, const struct iwarp_conn_stats *st);
+
+#endif /* _IWARP_CM_INT_H */

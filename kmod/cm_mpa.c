@@ -1,0 +1,665 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Connection manager requests and the MPA exchange (MPA-32..MPA-52).
+ *
+ * The exchange runs in cm_work with blocking socket calls bounded by the
+ * socket timeouts (the connect timeout for the active side, 5 s for the
+ * Request on the passive side, as siw). Exactly the frame's octets are
+ * read, so any FPDU that follows stays in the socket for the receive
+ * engine. iwarp_conn_close() shuts the socket down, which ends a blocked
+ * call, and then waits for the work.
+ *
+ * The MPA parameters come from the link of the device the connection's
+ * route uses (iwarpctl link set), overridden per connection; a connection
+ * over a device without a link is refused.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/net.h>
+#include <linux/uio.h>
+#include <net/dst.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "cm.h"
+#include "cm_int.h"
+#include "conn.h"
+#include "ctx.h"
+#include "link.h"
+#include "qp.h"
+#include "proto/crc.h"
+
+#define IWARP_CM_REQ_TIMEOUT_MS		5000
+#define IWARP_CM_DEFAULT_TIMEOUT_MS	10000
+#define IWARP_MPA_V2		sizeof(struct iwp_mpa_v2_ctrl)
+/* A frame: header, IRD/ORD block, private data. */
+#define IWARP_MPA_FRAME_MAX	(IWP_MPA_RR_SIZE + IWARP_MPA_V2 + IWARP_PDATA_MAX)
+
+DEFINE_SPINLOCK(iwarp_qp_conn_lock);
+
+/* ------------------------------------------------------------ socket I/O */
+
+static int iwarp_sock_recv(struct socket *sock, void *buf, size_t len)
+{
+	struct msghdr msg = { .msg_flags = MSG_WAITALL | MSG_NOSIGNAL };
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	int n;
+
+	while (len) {
+		n = kernel_recvmsg(sock, &msg, &iov, 1, len, MSG_WAITALL);
+		if (n == -EAGAIN)
+			return -ETIMEDOUT;
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return -ECONNRESET;
+		buf += n;
+		len -= n;
+		iov.iov_base = buf;
+		iov.iov_len = len;
+	}
+	return 0;
+}
+
+static int iwarp_sock_send(struct socket *sock, const void *buf, size_t len)
+{
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
+	int n;
+
+	while (len) {
+		n = kernel_sendmsg(sock, &msg, &iov, 1, len);
+		if (n == -EAGAIN)
+			return -ETIMEDOUT;
+		if (n <= 0)
+			return n ? n : -ECONNRESET;
+		buf += n;
+		len -= n;
+		iov.iov_base = (void *)buf;
+		iov.iov_len = len;
+	}
+	return 0;
+}
+
+/* Reads one Request or Reply into @buf (IWARP_MPA_FRAME_MAX octets). */
+static int iwarp_mpa_read(struct iwarp_conn *conn, bool rep, u8 *buf,
+			  struct iwp_mpa_frame *f, struct iwp_term *term)
+{
+	size_t have = 0, need = IWP_MPA_RR_SIZE;
+	int ret, err;
+
+	for (;;) {
+		if (have + need > IWARP_MPA_FRAME_MAX)
+			return -EBADMSG;
+		err = iwarp_sock_recv(conn->sock, buf + have, need);
+		if (err)
+			return err;
+		have += need;
+		ret = iwp_mpa_frame_parse(buf, have, rep, IWARP_MPA_V2 + IWARP_PDATA_MAX,
+					  f, &need, term);
+		if (ret > 0)
+			return 0;
+		if (ret != -EAGAIN)
+			return ret;
+	}
+}
+
+static int iwarp_mpa_write(struct iwarp_conn *conn, const struct iwp_mpa_frame *f)
+{
+	u8 buf[IWARP_MPA_FRAME_MAX];
+	int len;
+
+	len = iwp_mpa_frame_build(f, buf, sizeof(buf));
+	if (len < 0)
+		return len;
+	return iwarp_sock_send(conn->sock, buf, len);
+}
+
+/*
+ * The negotiation failed after the frames: the MPA Terminate (LLP layer)
+ * as the first and last FPDU, framed as negotiated (MPA-41, RFC 6581).
+ */
+static void iwarp_mpa_send_term(struct iwarp_conn *conn, const struct iwp_term *term)
+{
+	struct iwp_ddp_msg m = {
+		.dv = IWP_DDP_VERSION, .rv = IWP_RDMAP_VERSION, .opcode = IWP_OP_TERMINATE,
+		.last = 1, .qn = IWP_QN_TERMINATE, .msn = 1,
+	};
+	struct iwp_mpa_tx tx;
+	u8 ulpdu[IWP_DDP_UNTAGGED_HDR + IWP_TERM_MAX];
+	u8 fpdu[sizeof(ulpdu) + 32];
+	int n;
+
+	iwp_term_prepare(&m.u.term, term, NULL, 0, 0);
+	n = iwp_ddp_build(&m, ulpdu, sizeof(ulpdu));
+	if (n < 0)
+		return;
+	iwp_mpa_tx_init(&tx, conn->res.crc, conn->res.markers_tx, 0);
+	n = iwp_fpdu_frame(&tx, ulpdu, n, fpdu, sizeof(fpdu));
+	if (n > 0)
+		iwarp_sock_send(conn->sock, fpdu, n);
+	conn->stats.term_sent = BIT(31) | iwarp_term_code(term);
+}
+
+/* ------------------------------------------------------------ policy */
+
+static u8 iwarp_rtr_bits(u8 rtr)
+{
+	switch (rtr) {
+	case IWARP_RTR_READ:
+		return IWP_RTR_READ;
+	case IWARP_RTR_SEND:
+		return IWP_RTR_SEND;
+	default:
+		return IWP_RTR_WRITE;
+	}
+}
+
+/*
+ * The MPA policy of @conn: its link's defaults, then @p's overrides.
+ * -ENETUNREACH if the route's device has no link.
+ */
+static int iwarp_cm_policy(struct iwarp_conn *conn, const struct iwarp_cm_params *p)
+{
+	struct iwarp_link_params lp;
+	struct iwp_mpa_policy *pol = &conn->pol;
+	struct iwarp_link *link;
+	struct dst_entry *dst;
+	bool found = false;
+
+	dst = sk_dst_get(conn->sock->sk);
+	if (!dst)
+		return -ENETUNREACH;
+	mutex_lock(&iwarp_links_lock);
+	list_for_each_entry(link, &iwarp_links, list) {
+		if (link->netdev == dst->dev) {
+			lp = link->params;
+			conn->ifindex = link->ifindex;
+			found = true;
+			break;
+		}
+	}
+	mutex_unlock(&iwarp_links_lock);
+	dst_release(dst);
+	if (!found)
+		return -ENETUNREACH;
+
+	if (p) {
+		if (p->set & IWARP_LINK_SET_FLAGS)
+			lp.flags = p->flags;
+		if (p->set & IWARP_LINK_SET_MPA_REV)
+			lp.mpa_rev = p->mpa_rev;
+		if (p->set & IWARP_LINK_SET_RTR)
+			lp.rtr = p->rtr;
+		if (p->set & IWARP_LINK_SET_IRD)
+			lp.ird = p->ird;
+		if (p->set & IWARP_LINK_SET_ORD)
+			lp.ord = p->ord;
+	}
+	memset(pol, 0, sizeof(*pol));
+	pol->rev = lp.mpa_rev;
+	pol->crc = !!(lp.flags & IWARP_LINK_F_CRC);
+	pol->markers_rx = !!(lp.flags & IWARP_LINK_F_MARKERS);
+	pol->markers_tx_ok = 1;
+	pol->p2p = !!(lp.flags & IWARP_LINK_F_P2P);
+	/* The initiator offers its RTR; a responder takes any. */
+	pol->rtr = conn->kind == IWARP_CM_KIND_ACTIVE ? iwarp_rtr_bits(lp.rtr) :
+			IWP_RTR_WRITE | IWP_RTR_READ | IWP_RTR_SEND;
+	pol->ird_relaxed = 1;
+	pol->ird = lp.ird;
+	pol->ord = lp.ord;
+	return 0;
+}
+
+/* ------------------------------------------------------------ active side */
+
+static int iwarp_cm_sock_new(struct iwarp_conn *conn, int family)
+{
+	int err;
+
+	err = sock_create_kern(conn->ctx->net, family, SOCK_STREAM, IPPROTO_TCP, &conn->sock);
+	if (err)
+		return err;
+	tcp_sock_set_nodelay(conn->sock->sk);
+	return 0;
+}
+
+static int iwarp_cm_connect_run(struct iwarp_conn *conn, struct iwp_mpa_frame *rep, u8 *buf)
+{
+	struct sock *sk;
+	long timeo = msecs_to_jiffies(conn->timeout_ms);
+	int err;
+
+	err = iwarp_cm_sock_new(conn, conn->peer.ss_family);
+	if (err)
+		return err;
+	sk = conn->sock->sk;
+	sk->sk_sndtimeo = timeo;
+	sk->sk_rcvtimeo = timeo;
+	err = kernel_connect(conn->sock, (struct sockaddr *)&conn->peer,
+			     conn->peer.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+								sizeof(struct sockaddr_in), 0);
+	if (err == -EINPROGRESS || err == -EALREADY)
+		err = -ETIMEDOUT;
+	if (err)
+		return err;
+	if (kernel_getsockname(conn->sock, (struct sockaddr *)&conn->local) < 0)
+		memset(&conn->local, 0, sizeof(conn->local));
+	err = iwarp_cm_policy(conn, &conn->params);
+	if (err)
+		return err;
+
+	iwp_mpa_req_init(&conn->pol, &conn->req);
+	conn->req.pdata = conn->own_pd;
+	conn->req.pd_len = conn->own_pd_len;
+	err = iwarp_mpa_write(conn, &conn->req);
+	if (err)
+		return err;
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_REPLY);
+	err = iwarp_mpa_read(conn, true, buf, rep, &conn->res.term);
+	if (err)
+		return err == -EBADMSG ? -EPROTO : err;
+	if (rep->pd_len) {
+		memcpy(conn->peer_pd, rep->pdata, rep->pd_len);
+		conn->peer_pd_len = rep->pd_len;
+	}
+	err = iwp_mpa_finish(&conn->pol, &conn->req, rep, &conn->res);
+	if (err) {
+		if (conn->res.peer_reject)
+			return -ECONNREFUSED;
+		iwarp_mpa_send_term(conn, &conn->res.term);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static void iwarp_cm_connect_work(struct iwarp_conn *conn)
+{
+	struct iwp_mpa_frame rep;
+	struct iwarp_qp *qp = conn->qp;
+	u8 *buf;
+	int err;
+
+	buf = kmalloc(IWARP_MPA_FRAME_MAX, GFP_KERNEL);
+	if (!buf) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = iwarp_cm_connect_run(conn, &rep, buf);
+	kfree(buf);
+	if (!err)
+		err = iwarp_conn_start_fpdu(conn);
+	if (err)
+		goto fail;
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
+	iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, conn->peer_pd, conn->peer_pd_len);
+	return;
+
+fail:
+	if (READ_ONCE(conn->closing))
+		return;
+	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
+	if (err == -ECONNREFUSED && conn->res.peer_reject)
+		iwarp_cm_event(conn, IWARP_EVENT_REJECTED, err, 0, conn->peer_pd,
+			       conn->peer_pd_len);
+	else
+		iwarp_cm_event(conn, IWARP_EVENT_UNREACHABLE, err,
+			       conn->res.term.ecode ? iwarp_term_code(&conn->res.term) : 0,
+			       NULL, 0);
+	iwarp_cm_close_async(conn);
+}
+
+int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_storage *addr,
+		     const struct iwarp_cm_params *p, struct netlink_ext_ack *extack)
+{
+	struct iwarp_conn *conn;
+	struct iwarp_qp *qp;
+	int err = 0;
+
+	qp = iwarp_qp_get(ctx, qp_id);
+	if (!qp) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
+		return -ENOENT;
+	}
+	conn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_ACTIVE);
+	if (!conn) {
+		iwarp_qp_put(qp);
+		return -ENOMEM;
+	}
+	conn->peer = *addr;
+	conn->timeout_ms = p->timeout_ms ?: IWARP_CM_DEFAULT_TIMEOUT_MS;
+	memcpy(conn->own_pd, p->pdata, p->pd_len);
+	conn->own_pd_len = p->pd_len;
+	conn->state = IWARP_CM_STATE_CONNECTING;
+	conn->params = *p;
+	conn->params.pdata = NULL;
+
+	spin_lock_bh(&iwarp_qp_conn_lock);
+	if (qp->conn || READ_ONCE(qp->state) != IWARP_QP_STATE_IDLE) {
+		err = -EISCONN;
+	} else {
+		iwarp_conn_get(conn);
+		qp->conn = conn;
+		conn->qp = qp;		/* takes the lookup's reference */
+	}
+	spin_unlock_bh(&iwarp_qp_conn_lock);
+	if (err) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP is not idle");
+		iwarp_qp_put(qp);
+		iwarp_conn_close(conn, true);
+		return err;
+	}
+	queue_work(iwarp_wq, &conn->cm_work);
+	return 0;
+}
+
+/* ------------------------------------------------------------ passive side */
+
+static void iwarp_cm_request_work(struct iwarp_conn *conn)
+{
+	struct iwp_mpa_frame req;
+	u8 *buf;
+	int err;
+
+	buf = kmalloc(IWARP_MPA_FRAME_MAX, GFP_KERNEL);
+	if (!buf)
+		goto fail;
+	conn->sock->sk->sk_rcvtimeo = msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
+	conn->sock->sk->sk_sndtimeo = msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
+	err = iwarp_mpa_read(conn, false, buf, &req, &conn->res.term);
+	if (!err)
+		err = iwarp_cm_policy(conn, NULL);
+	if (err) {
+		kfree(buf);
+		pr_debug("cm %u: no valid MPA Request: %d\n", conn->id, err);
+		goto fail;
+	}
+	conn->req = req;
+	memcpy(conn->peer_pd, req.pdata, req.pd_len);
+	conn->peer_pd_len = req.pd_len;
+	conn->req.pdata = conn->peer_pd;
+	kfree(buf);
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_ACCEPT);
+	iwarp_cm_event(conn, IWARP_EVENT_CONNECT_REQUEST, 0, 0, conn->peer_pd,
+		       conn->peer_pd_len);
+	return;
+fail:
+	if (!READ_ONCE(conn->closing))
+		iwarp_cm_close_async(conn);
+}
+
+static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
+{
+	struct iwarp_conn *conn;
+	struct socket *ns;
+
+	while (!READ_ONCE(lsn->closing) && !kernel_accept(lsn->sock, &ns, O_NONBLOCK)) {
+		if (atomic_read(&lsn->pending) >= lsn->backlog) {
+			sock_release(ns);	/* the application is not keeping up */
+			continue;
+		}
+		conn = iwarp_conn_alloc(lsn->ctx, IWARP_CM_KIND_PASSIVE);
+		if (!conn) {
+			sock_release(ns);
+			continue;
+		}
+		conn->sock = ns;
+		tcp_sock_set_nodelay(ns->sk);
+		iwarp_conn_get(lsn);
+		conn->lsn = lsn;
+		atomic_set(&conn->pending_counted, 1);
+		atomic_inc(&lsn->pending);
+		if (kernel_getsockname(ns, (struct sockaddr *)&conn->local) < 0 ||
+		    kernel_getpeername(ns, (struct sockaddr *)&conn->peer) < 0) {
+			iwarp_conn_close(conn, true);
+			continue;
+		}
+		conn->state = IWARP_CM_STATE_MPA_WAIT_REQUEST;
+		queue_work(iwarp_wq, &conn->cm_work);
+	}
+}
+
+void iwarp_cm_work(struct work_struct *work)
+{
+	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, cm_work);
+
+	if (READ_ONCE(conn->closing))
+		return;
+	switch (conn->kind) {
+	case IWARP_CM_KIND_LISTENER:
+		iwarp_cm_accept_work(conn);
+		break;
+	case IWARP_CM_KIND_ACTIVE:
+		iwarp_cm_connect_work(conn);
+		break;
+	case IWARP_CM_KIND_PASSIVE:
+		iwarp_cm_request_work(conn);
+		break;
+	}
+}
+
+/* The request @conn_id of @ctx, waiting for accept or reject, claimed. */
+static struct iwarp_conn *iwarp_cm_claim(struct iwarp_ctx *ctx, u32 conn_id,
+					 struct netlink_ext_ack *extack)
+{
+	struct iwarp_conn *conn = iwarp_conn_lookup(ctx, conn_id);
+	bool ok = false;
+
+	if (conn) {
+		spin_lock_bh(&conn->lock);
+		if (conn->kind == IWARP_CM_KIND_PASSIVE && !conn->closing &&
+		    conn->state == IWARP_CM_STATE_MPA_WAIT_ACCEPT) {
+			conn->state = IWARP_CM_STATE_MPA_WAIT_RTR;	/* answering */
+			ok = true;
+		}
+		spin_unlock_bh(&conn->lock);
+		if (!ok) {
+			iwarp_conn_put(conn);
+			conn = NULL;
+		}
+	}
+	if (!conn)
+		NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: no such pending request in the context");
+	return conn;
+}
+
+int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
+		    const struct iwarp_cm_params *p, struct netlink_ext_ack *extack)
+{
+	struct iwp_mpa_frame rep;
+	struct iwarp_conn *conn;
+	struct iwarp_qp *qp;
+	int err = 0, neg;
+
+	qp = iwarp_qp_get(ctx, qp_id);
+	if (!qp) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
+		return -ENOENT;
+	}
+	spin_lock_bh(&iwarp_qp_conn_lock);
+	if (qp->conn || READ_ONCE(qp->state) != IWARP_QP_STATE_IDLE)
+		err = -EISCONN;
+	spin_unlock_bh(&iwarp_qp_conn_lock);
+	if (err) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP is not idle");
+		iwarp_qp_put(qp);
+		return err;
+	}
+	conn = iwarp_cm_claim(ctx, conn_id, extack);
+	if (!conn) {
+		iwarp_qp_put(qp);
+		return -ENOENT;
+	}
+	if (p->set & IWARP_LINK_SET_IRD)
+		conn->pol.ird = p->ird;
+	if (p->set & IWARP_LINK_SET_ORD)
+		conn->pol.ord = p->ord;
+
+	spin_lock_bh(&iwarp_qp_conn_lock);
+	if (qp->conn || READ_ONCE(qp->state) != IWARP_QP_STATE_IDLE) {
+		err = -EISCONN;
+	} else {
+		iwarp_conn_get(conn);
+		qp->conn = conn;
+		conn->qp = qp;
+	}
+	spin_unlock_bh(&iwarp_qp_conn_lock);
+	if (err) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP is not idle");
+		iwarp_qp_put(qp);
+		iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_ACCEPT);
+		iwarp_conn_put(conn);
+		return err;
+	}
+	iwarp_cm_unpend(conn);
+
+	neg = iwp_mpa_respond(&conn->pol, &conn->req, &rep, &conn->res);
+	rep.pdata = p->pdata;
+	rep.pd_len = p->pd_len;
+	err = iwarp_mpa_write(conn, &rep);
+	if (!err && neg) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the MPA parameters cannot be agreed on; the request was refused");
+		err = -ECONNREFUSED;
+	}
+	if (!err)
+		err = iwarp_conn_start_fpdu(conn);
+	if (err) {
+		if (err != -ECONNREFUSED)
+			NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the connection failed while accepting");
+		WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
+		iwarp_conn_close(conn, true);
+		iwarp_conn_put(conn);
+		return err == -ECONNREFUSED ? err : -ECONNABORTED;
+	}
+	if (!conn->res.p2p) {
+		iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
+		iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
+	}
+	iwarp_conn_put(conn);
+	return 0;
+}
+
+int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_len,
+		    struct netlink_ext_ack *extack)
+{
+	struct iwp_mpa_frame rep;
+	struct iwp_mpa_result res;
+	struct iwarp_conn *conn;
+
+	conn = iwarp_cm_claim(ctx, conn_id, extack);
+	if (!conn)
+		return -ENOENT;
+	iwarp_cm_unpend(conn);
+	iwp_mpa_respond(&conn->pol, &conn->req, &rep, &res);
+	rep.r = 1;
+	rep.pdata = pdata;
+	rep.pd_len = pd_len;
+	iwarp_mpa_write(conn, &rep);	/* best effort: the peer may be gone */
+	iwarp_nl_notify_cm(conn, IWARP_EVENT_REASON_CM_REJECTED);
+	iwarp_conn_close(conn, false);
+	iwarp_conn_put(conn);
+	return 0;
+}
+
+/* ------------------------------------------------------------ listeners */
+
+int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
+		    u32 *id, struct netlink_ext_ack *extack)
+{
+	int alen = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+						 sizeof(struct sockaddr_in);
+	struct iwarp_conn *lsn;
+	int err;
+
+	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
+	if (!lsn)
+		return -ENOMEM;
+	lsn->backlog = backlog;
+	err = iwarp_cm_sock_new(lsn, addr->ss_family);
+	if (err)
+		goto fail;
+	sock_set_reuseaddr(lsn->sock->sk);
+	err = kernel_bind(lsn->sock, (struct sockaddr *)addr, alen);
+	if (err) {
+		if (err == -EADDRINUSE)
+			NL_SET_ERR_MSG(extack, "IWARP_A_CM_PORT: the address and port are in use");
+		else
+			NL_SET_ERR_MSG(extack, "IWARP_A_CM_ADDR: cannot bind to this address");
+		goto fail;
+	}
+	err = kernel_listen(lsn->sock, backlog);
+	if (err)
+		goto fail;
+	if (kernel_getsockname(lsn->sock, (struct sockaddr *)&lsn->local) < 0)
+		lsn->local = *addr;
+	*addr = lsn->local;
+	lsn->state = IWARP_CM_STATE_LISTEN;
+	iwarp_conn_hook(lsn);
+	*id = lsn->id;
+	/* Connections may have queued between listen() and the hook. */
+	queue_work(iwarp_wq, &lsn->cm_work);
+	return 0;
+fail:
+	iwarp_conn_close(lsn, true);
+	return err;
+}
+
+int iwarp_cm_listen_close(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)
+{
+	struct iwarp_conn *lsn = iwarp_conn_lookup(ctx, id);
+
+	if (!lsn || lsn->kind != IWARP_CM_KIND_LISTENER) {
+		if (lsn)
+			iwarp_conn_put(lsn);
+		NL_SET_ERR_MSG(extack, "IWARP_A_CM_ID: no such listener in the context");
+		return -ENOENT;
+	}
+	iwarp_conn_close(lsn, true);
+	iwarp_conn_put(lsn);
+	return 0;
+}
+
+/* The listener is closed: its requests not yet accepted are refused. */
+void iwarp_cm_listener_closed(struct iwarp_conn *lsn)
+{
+	struct iwarp_conn *conn;
+	unsigned long id = 0;
+
+	while ((conn = iwarp_cm_find_next(&id))) {
+		if (conn->lsn == lsn && !conn->qp)
+			iwarp_conn_close(conn, true);
+		iwarp_conn_put(conn);
+		id++;
+	}
+}
+
+int iwarp_cm_disconnect(struct iwarp_ctx *ctx, u32 qp_id, bool abort,
+			struct netlink_ext_ack *extack)
+{
+	struct iwarp_conn *conn = NULL;
+	struct iwarp_qp *qp;
+
+	qp = iwarp_qp_get(ctx, qp_id);
+	if (!qp) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
+		return -ENOENT;
+	}
+	spin_lock_bh(&iwarp_qp_conn_lock);
+	conn = qp->conn;
+	if (conn)
+		iwarp_conn_get(conn);
+	spin_unlock_bh(&iwarp_qp_conn_lock);
+	iwarp_qp_put(qp);
+	if (!conn || READ_ONCE(conn->closing)) {
+		if (conn)
+			iwarp_conn_put(conn);
+		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP has no connection");
+		return -ENOTCONN;
+	}
+	iwarp_conn_close(conn, abort);
+	iwarp_conn_put(conn);
+	return 0;
+}

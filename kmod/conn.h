@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Connections: one kernel TCP socket carrying one QP's RDMAP stream, from
+ * the MPA exchange (cm.c, cm_mpa.c) through FPDU mode (tx.c, rx.c).
+ *
+ * Lifetime: a connection is listed in the module-wide CM index from its
+ * creation until iwarp_conn_close(); the index, each queued work item and
+ * the socket callbacks (sk_user_data) hold references. A bound QP holds
+ * the connection in qp->conn and the connection holds the QP.
+ *
+ * Locking: conn->lock (a spinlock, BH-safe) guards state, the SQ
+ * completion indices, the ORQ and IRQ and the pending Terminate; the
+ * transmit engine runs under conn->tx_lock (a mutex); the receive engine
+ * runs only from rx_work, under the socket lock. Never take tx_lock under
+ * conn->lock.
+ */
+#ifndef _IWARP_CONN_H
+#define _IWARP_CONN_H
+
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/socket.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+
+#include "cm.h"
+#include "iwarp.h"
+#include "iwarp_abi.h"
+#include "proto/ddp.h"
+#include "proto/mpa.h"
+#include "proto/mpa_conn.h"
+#include "proto/mpa_rx.h"
+#include "proto/rdmap.h"
+
+struct iwarp_ctx;
+struct iwarp_mr;
+struct iwarp_qp;
+struct sock;
+struct socket;
+
+/* Private data we accept and send: RFC 5044's limit. */
+#define IWARP_PDATA_MAX		512
+/* The transmit buffer: FPDUs framed and handed to TCP in one sendmsg. */
+#define IWARP_TXBUF_SIZE	(128 * 1024)
+
+/* SQ shadow: what the kernel took from a slot, until it completes. */
+struct iwarp_swqe {
+	u64 wr_id;
+	u32 bytes;
+	u8 opcode;		/* enum iwarp_wr_opcode */
+	u8 flags;		/* enum iwarp_wr_flags */
+	u8 status;		/* enum iwarp_wc_status */
+	u8 done;		/* may complete (once handed to TCP, or answered) */
+};
+
+/* An RDMA Read we issued (ORQ). */
+struct iwarp_orq_ent {
+	u32 sq_idx;
+	u32 sink_stag;
+	u64 sink_to;
+	u32 len;
+	u32 placed;
+};
+
+/* An RDMA Read the peer issued, answered by the transmit engine (IRQ). */
+struct iwarp_irq_ent {
+	struct iwarp_mr *mr;	/* reference; NULL for zero length */
+	u32 sink_stag;
+	u64 sink_to;
+	u64 src_to;
+	u32 len;
+	u32 sent;
+};
+
+/* Receive target of the current DDP segment. */
+enum iwarp_rx_target {
+	IWARP_RXT_NONE,		/* nothing to place (headers only) */
+	IWARP_RXT_MR,		/* tagged: rx_mr at rx_to */
+	IWARP_RXT_RQE,		/* untagged Send: the current RQE at rx_mo */
+	IWARP_RXT_TERM,		/* a Terminate's body, buffered */
+};
+
+struct iwarp_conn_stats {
+	u64 tx_bytes;
+	u64 rx_bytes;
+	u64 tx_fpdus;
+	u64 rx_fpdus;
+	u64 crc_errors;
+	u32 term_sent;		/* BIT(31) | layer << 12 | etype << 8 | ecode */
+	u32 term_rcvd;
+};
+
+struct iwarp_conn {
+	struct kref ref;
+	u32 id;				/* in the CM index */
+	u8 kind;			/* enum iwarp_cm_kind */
+	u8 state;			/* enum iwarp_cm_state, conn->lock */
+	bool closing;			/* iwarp_conn_close() ran */
+	bool fpdu_mode;			/* engines installed */
+	bool hooked;			/* socket callbacks installed */
+	struct iwarp_ctx *ctx;		/* held */
+	struct iwarp_conn *lsn;		/* passive: the listener, held */
+	u32 backlog;			/* listener: pending requests allowed */
+	atomic_t pending;		/* listener: requests not yet answered */
+	atomic_t pending_counted;	/* request: counted in lsn->pending */
+	struct iwarp_qp *qp;		/* held once bound */
+	struct socket *sock;
+	struct sockaddr_storage local;
+	struct sockaddr_storage peer;
+	unsigned long ifindex;		/* the route's device, for link stats */
+
+	/* MPA exchange */
+	struct iwarp_cm_params params;	/* active: the overrides */
+	struct iwp_mpa_policy pol;
+	struct iwp_mpa_frame req;	/* the Request sent or received */
+	struct iwp_mpa_result res;
+	u32 timeout_ms;
+	u16 own_pd_len;
+	u16 peer_pd_len;
+	u8 own_pd[IWARP_PDATA_MAX];
+	u8 peer_pd[IWARP_PDATA_MAX];
+	struct work_struct cm_work;	/* the exchange; blocking socket calls */
+	struct work_struct close_work;	/* iwarp_conn_close() from callbacks */
+
+	void (*saved_data_ready)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
+	void (*saved_state_change)(struct sock *sk);
+
+	spinlock_t lock;
+
+	/* Transmit (tx_lock) */
+	struct work_struct tx_work;
+	struct mutex tx_lock;
+	struct iwp_mpa_tx mtx;
+	u8 *txbuf;			/* IWARP_TXBUF_SIZE */
+	u32 tx_len;			/* framed octets in txbuf */
+	u32 tx_sent;			/* of which handed to TCP */
+	u32 mulpdu;
+	u32 sq_next;			/* next SQ slot to take */
+	u32 sq_built;			/* slots fully framed into txbuf */
+	bool cur_active;		/* a WR is being framed */
+	struct iwarp_sqe cur;		/* its copy */
+	struct iwarp_mr *cur_mrs[IWARP_SQE_MAX_SGE];	/* its SGEs' MRs */
+	u32 cur_off;			/* payload octets framed */
+	u32 msn_send;			/* next MSN on QN 0 */
+	u32 msn_rreq;			/* next MSN on QN 1 */
+	bool fin_sent;
+	bool rtr_pending;		/* initiator: send the RTR first */
+
+	/* Shared (conn->lock) */
+	u32 sq_cqi;			/* next slot to complete; the ring's tail */
+	u32 sq_sent;			/* slots handed to TCP */
+	struct iwarp_swqe *swq;		/* sq.entries */
+	struct iwarp_orq_ent *orq;	/* ord entries */
+	u32 orq_head, orq_tail;		/* free-running */
+	u32 ord;
+	struct iwarp_irq_ent *irq;	/* ird entries */
+	u32 irq_head, irq_tail;
+	u32 ird;
+	bool term_pending;		/* a Terminate to send, then close */
+	bool term_done;
+	struct iwp_term_msg term_msg;
+
+	/* Receive (rx_work, under the socket lock) */
+	struct work_struct rx_work;
+	struct iwp_mpa_rx mrx;
+	struct iwp_ddp_msg rmsg;	/* the segment being received */
+	u8 rx_target;			/* enum iwarp_rx_target */
+	bool rx_bad;			/* stop: the stream is in error */
+	struct iwarp_mr *rx_mr;		/* IWARP_RXT_MR: reference */
+	u64 rx_to;
+	u32 rx_crc;			/* IWP_RX_CALLER_CRC state */
+	u32 rq_next;			/* next RQ slot to take */
+	u32 rq_msn;			/* next expected MSN on QN 0 */
+	bool rq_active;			/* a Send message is in progress */
+	struct iwarp_rqe rqe;		/* its copy */
+	struct iwarp_mr *rqe_mr[IWARP_RQE_MAX_SGE];	/* references */
+	u32 rqe_len;			/* its buffer space */
+	u32 rq_rcvd;			/* octets placed */
+	u32 rx_mo;
+	u32 rreq_msn;			/* next expected MSN on QN 1 */
+	u32 term_msn;			/* next expected MSN on QN 2 */
+	u32 term_fill;
+	u8 term_buf[IWP_TERM_MAX];
+	bool rtr_wait;			/* responder in P2P: RTR not yet seen */
+
+	struct iwarp_conn_stats stats;	/* updated by the engines, read racily */
+	struct rcu_head rcu;
+};
+
+int iwarp_conn_init(void);
+void iwarp_conn_exit(void);
+
+extern struct workqueue_struct *iwarp_wq;
+
+void iwarp_conn_get(struct iwarp_conn *conn);
+void iwarp_conn_put(struct iwarp_conn *conn);
+
+/*
+ * Ends a connection: the QP (if any) goes to error with its work flushed,
+ * the socket is closed (reset when @abort), the connection leaves the CM
+ * index. Process context; not from the connection's own work items.
+ */
+void iwarp_conn_close(struct iwarp_conn *conn, bool abort);
+
+/*
+ * Engines, once the MPA exchange is done: allocates their state, moves the
+ * QP to RTS and installs the socket callbacks.
+ */
+int iwarp_conn_start_fpdu(struct iwarp_conn *conn);
+
+/*
+ * The QP goes to error: @term (if set) is sent as a Terminate first and is
+ * reported; outstanding work is flushed. Any context but hard IRQ.
+ */
+void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
+		     const u8 *hdr, size_t hdr_len, bool received);
+
+/* tx.c */
+void iwarp_tx_work(struct work_struct *work);
+/* Queues the engine (from anywhere, including the receive path). */
+void iwarp_tx_kick(struct iwarp_conn *conn);
+/* The SQ doorbell: runs the engine in the caller if it is free. */
+void iwarp_tx_doorbell(struct iwarp_conn *conn);
+/* Completes what may complete on the SQ, in order; with conn->lock held. */
+void iwarp_sq_complete(struct iwarp_conn *conn);
+/*
+ * Completes everything outstanding on the SQ and RQ with IWARP_WC_FLUSH_ERR
+ * (what TCP already took completes normally). With tx_lock held; @stopped
+ * when the receive engine can no longer run (else the socket lock is taken).
+ */
+void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped);
+
+/* rx.c */
+void iwarp_rx_work(struct work_struct *work);
+/* Ends the RQE in progress with @status (a completion) and drops its MRs. */
+void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status);
+/* Drops what the receive engine holds; the engine is stopped. */
+void iwarp_rx_release(struct iwarp_conn *conn);
+
+/* Term code as reported (struct iwarp_cqe.term, stats). */
+static inline u32 iwarp_term_code(const struct iwp_term *t)
+{
+	return (u32)t->layer << 12 | (u32)t->etype << 8 | t->ecode;
+}
+
+#endif /* _IWARP_CONN_H */

@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Receive engine: sk_data_ready queues rx_work, which reads the socket
+ * with tcp_read_sock() under the socket lock and feeds every skb chunk to
+ * the resumable FPDU parser (proto/mpa_rx.c). DDP/RDMAP headers are checked
+ * at IWP_RX_HDR, before any payload octet is written: tagged segments need
+ * a valid STag of the QP's PD with the right access and bounds; untagged
+ * Sends a posted receive buffer large enough, at the expected MSN. Payload
+ * pieces are copied once, from the skb straight into the pinned pages,
+ * with the CRC folded in the same pass. Messages complete at IWP_RX_END,
+ * once the CRC is verified. Any violation sends the Terminate the protocol
+ * prescribes and moves the QP to error.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/skbuff.h>
+#include <net/tcp.h>
+
+#include "conn.h"
+#include "cq.h"
+#include "mr.h"
+#include "pd.h"
+#include "qp.h"
+
+/* A violation: Terminate @layer/@etype/@ecode about the segment in rmsg. */
+static int iwarp_rx_violation(struct iwarp_conn *conn, const struct iwp_rx_ev *ev,
+			      u8 layer, u8 etype, u8 ecode)
+{
+	struct iwp_term t;
+
+	iwp_term_set(&t, layer, etype, ecode);
+	iwarp_conn_fail(conn, &t, ev ? ev->hdr : NULL, ev ? ev->hdr_len : 0, false);
+	conn->rx_bad = true;
+	return -EBADMSG;
+}
+
+static u32 *iwarp_rx_crcp(struct iwarp_conn *conn)
+{
+	return (conn->mrx.flags & IWP_RX_CRC) ? &conn->mrx.crc : NULL;
+}
+
+/* ------------------------------------------------------------------ RQEs */
+
+void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status)
+{
+	struct iwarp_qp *qp = conn->qp;
+	struct iwarp_cqe cqe = {
+		.wr_id = conn->rqe.wr_id,
+		.byte_len = conn->rq_rcvd,
+		.qp_id = qp->id,
+		.opcode = IWARP_WC_RECV,
+		.status = status,
+	};
+	int i;
+
+	if (status == IWARP_WC_SUCCESS) {
+		u8 op = conn->rmsg.opcode;
+
+		if (op == IWP_OP_SEND_SE || op == IWP_OP_SEND_SE_INV)
+			cqe.flags |= IWARP_WC_F_SOLICITED;
+		if (op == IWP_OP_SEND_INV || op == IWP_OP_SEND_SE_INV) {
+			cqe.flags |= IWARP_WC_F_INVALIDATED;
+			cqe.inv_stag = conn->rmsg.inv_stag;
+		}
+	}
+	for (i = 0; i < IWARP_RQE_MAX_SGE; i++) {
+		if (conn->rqe_mr[i])
+			iwarp_mr_put(conn->rqe_mr[i]);
+		conn->rqe_mr[i] = NULL;
+	}
+	conn->rq_active = false;
+	iwarp_cq_post(qp->recv_cq, &cqe);
+	smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
+}
+
+/* Takes the next posted receive for a new Send message: 0, or a Terminate. */
+static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	struct iwarp_qp *qp = conn->qp;
+	struct iwarp_rqe *rqe = &conn->rqe;
+	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
+	u32 i, total = 0;
+
+	if (head == conn->rq_next || head - READ_ONCE(qp->rq.ctrl->tail) > qp->rq.entries)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+					  IWP_DDP_EC_UT_NO_BUF);
+	memcpy(rqe, iwarp_ring_slot(&qp->rq, conn->rq_next), sizeof(*rqe));
+	conn->rq_next++;
+	conn->rq_active = true;
+	conn->rq_rcvd = 0;
+	if (rqe->num_sge > IWARP_RQE_MAX_SGE)
+		goto bad;
+	for (i = 0; i < rqe->num_sge; i++) {
+		const struct iwarp_sge *sge = &rqe->sge[i];
+		struct iwarp_mr *mr;
+
+		total += sge->length;
+		if (!sge->length)
+			continue;
+		mr = iwarp_mr_get(sge->lkey);
+		if (!mr)
+			goto bad;
+		conn->rqe_mr[i] = mr;
+		if (mr->pd != qp->pd || READ_ONCE(mr->invalid) ||
+		    !(mr->access & IWARP_MR_ACCESS_F_LOCAL_WRITE) ||
+		    !iwarp_mr_range_ok(mr, sge->addr, sge->length))
+			goto bad;
+	}
+	conn->rqe_len = total;
+	return 0;
+bad:
+	/* A local error: the receive completes in error, the QP fails. */
+	iwarp_rx_rqe_end(conn, IWARP_WC_LOC_PROT_ERR);
+	return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC,
+				  IWP_RDMAP_EC_CATA_STREAM);
+}
+
+/* Places @len octets at message offset @mo of the current RQE. */
+static int iwarp_rx_rqe_place(struct iwarp_conn *conn, u32 mo, const u8 *p, u32 len)
+{
+	const struct iwarp_rqe *rqe = &conn->rqe;
+	u32 *crc = iwarp_rx_crcp(conn);
+	u32 i;
+	int err;
+
+	for (i = 0; i < rqe->num_sge && len; i++) {
+		const struct iwarp_sge *sge = &rqe->sge[i];
+		u32 n;
+
+		if (mo >= sge->length) {
+			mo -= sge->length;
+			continue;
+		}
+		n = min(len, sge->length - mo);
+		err = iwarp_mr_copy(conn->rqe_mr[i], sge->addr + mo, (void *)p, n, true, crc);
+		if (err)
+			return err;
+		p += n;
+		len -= n;
+		mo = 0;
+	}
+	return len ? -EFAULT : 0;
+}
+
+/* ------------------------------------------------------------ segments */
+
+/* Tagged: Write (needs remote write) or Read Response (our ORQ head). */
+static int iwarp_rx_tagged(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, u32 plen)
+{
+	struct iwp_ddp_msg *m = &conn->rmsg;
+	struct iwarp_qp *qp = conn->qp;
+	struct iwarp_mr *mr;
+
+	if (m->opcode == IWP_OP_READ_RESP) {
+		struct iwarp_orq_ent *o = NULL;
+		unsigned long flags;
+
+		spin_lock_irqsave(&conn->lock, flags);
+		if (conn->orq_head != conn->orq_tail)
+			o = &conn->orq[conn->orq_head % conn->ord];
+		spin_unlock_irqrestore(&conn->lock, flags);
+		/* A Read Response nobody asked for, or not where we asked. */
+		if (!o)
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
+						  IWP_RDMAP_EC_OPCODE);
+		if (m->stag != o->sink_stag)
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
+						  IWP_DDP_EC_T_INV_STAG);
+		if (m->to != o->sink_to + o->placed || plen > o->len - o->placed ||
+		    (m->last && o->placed + plen != o->len))
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
+						  IWP_DDP_EC_T_BOUNDS);
+		if (!plen) {
+			conn->rx_target = IWARP_RXT_NONE;
+			return 0;
+		}
+	} else if (conn->rtr_wait && !plen && conn->res.rtr == IWP_RTR_WRITE) {
+		conn->rx_target = IWARP_RXT_NONE;	/* the RTR: no STag check */
+		return 0;
+	}
+
+	mr = iwarp_mr_get(m->stag);
+	if (!mr || READ_ONCE(mr->invalid)) {
+		if (mr)
+			iwarp_mr_put(mr);
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
+					  IWP_DDP_EC_T_INV_STAG);
+	}
+	conn->rx_mr = mr;
+	if (mr->pd != qp->pd)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
+					  IWP_DDP_EC_T_STAG_STREAM);
+	if (m->opcode == IWP_OP_WRITE && !(mr->access & IWARP_MR_ACCESS_F_REMOTE_WRITE))
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
+					  IWP_RDMAP_EC_ACCESS);
+	if (m->opcode == IWP_OP_READ_RESP && !(mr->access & IWARP_MR_ACCESS_F_LOCAL_WRITE))
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
+					  IWP_RDMAP_EC_ACCESS);
+	if (m->to + plen < m->to)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
+					  IWP_DDP_EC_T_TO_WRAP);
+	if (!iwarp_mr_range_ok(mr, m->to, plen))
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
+					  IWP_DDP_EC_T_BOUNDS);
+	conn->rx_to = m->to;
+	conn->rx_target = IWARP_RXT_MR;
+	return 0;
+}
+
+/* Untagged Send: checks QN 0 MSN and MO, takes a receive buffer. */
+static int iwarp_rx_send(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, u32 plen)
+{
+	struct iwp_ddp_msg *m = &conn->rmsg;
+	int err;
+
+	if (conn->rtr_wait && conn->res.rtr == IWP_RTR_SEND && !plen && m->last &&
+	    m->msn == conn->rq_msn && !conn->rq_active) {
+		conn->rx_target = IWARP_RXT_NONE;	/* the RTR takes no buffer */
+		return 0;
+	}
+	if (m->msn != conn->rq_msn)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+					  IWP_DDP_EC_UT_MSN_RANGE);
+	if (!conn->rq_active) {
+		if (m->mo)
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+						  IWP_DDP_EC_UT_INV_MO);
+		err = iwarp_rx_rqe_take(conn, ev);
+		if (err)
+			return err;
+	} else if (m->mo != conn->rq_rcvd) {
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+					  IWP_DDP_EC_UT_INV_MO);
+	}
+	if (plen > conn->rqe_len - m->mo) {
+		iwarp_rx_rqe_end(conn, IWARP_WC_LOC_LEN_ERR);
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+					  IWP_DDP_EC_UT_TOO_LONG);
+	}
+	conn->rx_mo = m->mo;
+	conn->rx_target = IWARP_RXT_RQE;
+	return 0;
+}
+
+static int iwarp_rx_hdr(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	struct iwp_ddp_msg *m = &conn->rmsg;
+	const struct iwp_opinfo *oi;
+	struct iwp_term err;
+	u32 plen;
+
+	conn->rx_target = IWARP_RXT_NONE;
+	if (iwp_ddp_decode(ev->hdr, ev->hdr_len, m, &err))
+		return iwarp_rx_violation(conn, ev, err.layer, err.etype, err.ecode);
+	oi = iwp_rdmap_opinfo(m->opcode);
+	if (oi->exact && ev->ulpdu_len != ev->hdr_len)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
+					  IWP_RDMAP_EC_UNSPECIFIED);
+	plen = oi->var ? 0 : ev->ulpdu_len - m->hdr_len;
+	m->payload_len = plen;
+	if (conn->rtr_wait) {
+		bool rtr = (conn->res.rtr == IWP_RTR_WRITE && m->opcode == IWP_OP_WRITE) ||
+			   (conn->res.rtr == IWP_RTR_READ && m->opcode == IWP_OP_READ_REQ) ||
+			   (conn->res.rtr == IWP_RTR_SEND && m->opcode == IWP_OP_SEND);
+
+		/* MPA-44: the first FPDU must be the RTR agreed on. */
+		if ((!rtr || plen) && m->opcode != IWP_OP_TERMINATE)
+			return iwarp_rx_violation(conn, NULL, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
+						  IWP_LLP_EC_NO_RTR);
+	}
+
+	switch (m->opcode) {
+	case IWP_OP_WRITE:
+	case IWP_OP_READ_RESP:
+		return iwarp_rx_tagged(conn, ev, plen);
+	case IWP_OP_SEND:
+	case IWP_OP_SEND_SE:
+	case IWP_OP_SEND_INV:
+	case IWP_OP_SEND_SE_INV:
+		return iwarp_rx_send(conn, ev, plen);
+	case IWP_OP_READ_REQ:
+		if (m->msn != conn->rreq_msn)
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+						  IWP_DDP_EC_UT_MSN_RANGE);
+		return 0;
+	case IWP_OP_TERMINATE:
+		return 0;
+	default:
+		/* RFC 7306 operations are not offered on a connection yet. */
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
+					  IWP_RDMAP_EC_OPCODE);
+	}
+}
+
+static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	u32 off = ev->data_off - conn->rmsg.hdr_len;
+	int err = 0;
+
+	switch (conn->rx_target) {
+	case IWARP_RXT_MR:
+		err = iwarp_mr_copy(conn->rx_mr, conn->rx_to + off, (void *)ev->data,
+				    ev->data_len, true, iwarp_rx_crcp(conn));
+		break;
+	case IWARP_RXT_RQE:
+		err = iwarp_rx_rqe_place(conn, conn->rx_mo + off, ev->data, ev->data_len);
+		break;
+	default:
+		iwp_mpa_rx_crc(&conn->mrx, ev->data, ev->data_len);
+		break;
+	}
+	/* Checked at the header: a failure here is a bug, not the peer's. */
+	if (WARN_ON_ONCE(err))
+		return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC,
+					  IWP_RDMAP_EC_CATA_STREAM);
+	return 0;
+}
+
+/* A Read Request, CRC verified: check the source, queue it for tx.c. */
+static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	const struct iwp_ddp_rreq *rr = &conn->rmsg.u.rreq;
+	struct iwarp_mr *mr = NULL;
+	struct iwarp_irq_ent *r;
+	unsigned long flags;
+	u8 ecode = 0xff;
+
+	if (rr->read_size) {
+		mr = iwarp_mr_get(rr->src_stag);
+		if (!mr || READ_ONCE(mr->invalid))
+			ecode = IWP_RDMAP_EC_INV_STAG;
+		else if (mr->pd != conn->qp->pd)
+			ecode = IWP_RDMAP_EC_STAG_STREAM;
+		else if (!(mr->access & IWARP_MR_ACCESS_F_REMOTE_READ))
+			ecode = IWP_RDMAP_EC_ACCESS;
+		else if (rr->src_to + rr->read_size < rr->src_to)
+			ecode = IWP_RDMAP_EC_TO_WRAP;
+		else if (!iwarp_mr_range_ok(mr, rr->src_to, rr->read_size))
+			ecode = IWP_RDMAP_EC_BOUNDS;
+		if (ecode != 0xff) {
+			if (mr)
+				iwarp_mr_put(mr);
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
+						  ecode);
+		}
+	}
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->irq_tail - conn->irq_head >= conn->ird) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		if (mr)
+			iwarp_mr_put(mr);
+		/* RDMAP-6: more outstanding Reads than the IRD we granted */
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
+					  IWP_RDMAP_EC_CATA_STREAM);
+	}
+	r = &conn->irq[conn->irq_tail % conn->ird];
+	r->mr = mr;
+	r->sink_stag = rr->sink_stag;
+	r->sink_to = rr->sink_to;
+	r->src_to = rr->src_to;
+	r->len = rr->read_size;
+	r->sent = 0;
+	conn->irq_tail++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	conn->rreq_msn++;
+	iwarp_tx_kick(conn);
+	return 0;
+}
+
+static void iwarp_rx_put_mr(struct iwarp_conn *conn)
+{
+	if (conn->rx_mr) {
+		iwarp_mr_put(conn->rx_mr);
+		conn->rx_mr = NULL;
+	}
+}
+
+/* A Read Response placed completely: the Read completes. */
+static void iwarp_rx_read_done(struct iwarp_conn *conn, u32 plen, bool last)
+{
+	struct iwarp_orq_ent *o;
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->orq_head == conn->orq_tail) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		return;		/* flushed meanwhile */
+	}
+	o = &conn->orq[conn->orq_head % conn->ord];
+	o->placed += plen;
+	if (last) {
+		if (o->sq_idx != U32_MAX)
+			conn->swq[o->sq_idx & (conn->qp->sq.entries - 1)].done = 1;
+		conn->orq_head++;
+		iwarp_sq_complete(conn);
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (last)
+		iwarp_tx_kick(conn);	/* an ORD slot is free */
+}
+
+static void iwarp_rx_established(struct iwarp_conn *conn);
+
+static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	struct iwp_ddp_msg *m = &conn->rmsg;
+	bool rtr = conn->rtr_wait;
+	int err = 0;
+
+	iwarp_rx_put_mr(conn);
+	switch (m->opcode) {
+	case IWP_OP_WRITE:
+		break;
+	case IWP_OP_READ_RESP:
+		iwarp_rx_read_done(conn, m->payload_len, m->last);
+		break;
+	case IWP_OP_SEND:
+	case IWP_OP_SEND_SE:
+	case IWP_OP_SEND_INV:
+	case IWP_OP_SEND_SE_INV:
+		if (conn->rx_target != IWARP_RXT_RQE) {	/* the Send RTR */
+			conn->rq_msn++;
+			break;
+		}
+		conn->rq_rcvd = m->mo + m->payload_len;
+		if (!m->last)
+			break;
+		if (m->opcode == IWP_OP_SEND_INV || m->opcode == IWP_OP_SEND_SE_INV) {
+			/* RDMAP-8: invalidate after placement, same PD only */
+			if (iwarp_mr_invalidate(m->inv_stag, conn->qp->pd)) {
+				iwarp_rx_rqe_end(conn, IWARP_WC_REM_ACCESS_ERR);
+				return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP,
+							  IWP_RDMAP_ET_PROT,
+							  IWP_RDMAP_EC_CANT_INVALIDATE);
+			}
+		}
+		conn->rq_msn++;
+		iwarp_rx_rqe_end(conn, IWARP_WC_SUCCESS);
+		break;
+	case IWP_OP_READ_REQ:
+		err = iwarp_rx_read_req(conn, ev);
+		break;
+	case IWP_OP_TERMINATE: {
+		struct iwp_term t;
+
+		iwp_term_set(&t, m->u.term.layer, m->u.term.etype, m->u.term.ecode);
+		conn->rx_bad = true;
+		iwarp_conn_fail(conn, &t, NULL, 0, true);
+		return -ECONNRESET;
+	}
+	}
+	if (!err && rtr)
+		iwarp_rx_established(conn);
+	return err;
+}
+
+/* Responder in P2P: the RTR arrived, the connection is established. */
+static void iwarp_rx_established(struct iwarp_conn *conn)
+{
+	conn->rtr_wait = false;
+	iwarp_cm_rtr_received(conn);
+	iwarp_tx_kick(conn);
+}
+
+/* Feeds one chunk of the stream; false once the stream is in error. */
+static bool iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n)
+{
+	struct iwp_rx_ev ev;
+	int t;
+
+	do {
+		t = iwp_mpa_rx_next(&conn->mrx, p, n, &ev);
+		p += ev.used;
+		n -= ev.used;
+		switch (t) {
+		case IWP_RX_HDR:
+			if (iwarp_rx_hdr(conn, &ev))
+				return false;
+			break;
+		case IWP_RX_DATA:
+			if (iwarp_rx_data(conn, &ev))
+				return false;
+			break;
+		case IWP_RX_END:
+			conn->stats.rx_fpdus++;
+			if (iwarp_rx_end(conn, &ev))
+				return false;
+			break;
+		case IWP_RX_ERROR:
+			if (ev.term.layer == IWP_LAYER_LLP && ev.term.ecode == IWP_LLP_EC_CRC)
+				conn->stats.crc_errors++;
+			iwarp_rx_put_mr(conn);
+			iwarp_rx_violation(conn, NULL, ev.term.layer, ev.term.etype,
+					   ev.term.ecode);
+			return false;
+		}
+	} while (t != IWP_RX_NEED);
+	return true;
+}
+
+static int iwarp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			  unsigned int offset, size_t len)
+{
+	struct iwarp_conn *conn = desc->arg.data;
+	struct skb_seq_state st;
+	unsigned int done = 0, n;
+	const u8 *data;
+
+	if (conn->rx_bad || READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)
+		return len;	/* discard: the stream ended in error */
+	skb_prepare_seq_read(skb, offset, offset + len, &st);
+	while ((n = skb_seq_read(done, &data, &st)) != 0) {
+		conn->stats.rx_bytes += n;
+		if (!iwarp_rx_feed(conn, data, n)) {
+			skb_abort_seq_read(&st);
+			return len;
+		}
+		done += n;
+	}
+	return done;
+}
+
+void iwarp_rx_work(struct work_struct *work)
+{
+	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, rx_work);
+	struct sock *sk = conn->sock->sk;
+	read_descriptor_t desc = { .arg.data = conn, .count = 1 };
+
+	lock_sock(sk);
+	if (!READ_ONCE(conn->closing))
+		tcp_read_sock(sk, &desc, iwarp_rx_actor);
+	release_sock(sk);
+}
+
+void iwarp_rx_release(struct iwarp_conn *conn)
+{
+	iwarp_rx_put_mr(conn);
+	if (conn->rq_active) {
+		int i;
+
+		for (i = 0; i < IWARP_RQE_MAX_SGE; i++) {
+			if (conn->rqe_mr[i])
+				iwarp_mr_put(conn->rqe_mr[i]);
+			conn->rqe_mr[i] = NULL;
+		}
+		conn->rq_active = false;
+	}
+}

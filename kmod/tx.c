@@ -1,0 +1,772 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Transmit engine: takes work requests from the SQ ring and Read Requests
+ * from the IRQ, frames them as FPDUs into one buffer (payload copied once
+ * from the pinned pages, CRC computed in the same pass) and hands the
+ * buffer to TCP in one non-blocking sendmsg, which GSO segments. FPDUs are
+ * sized from the socket's MSS (iwp_mulpdu()) so each fits a TCP segment.
+ *
+ * A Send or RDMA Write completes once TCP has taken all of it (DDP-24); an
+ * RDMA Read when its Read Response has been placed (rx.c). Completions are
+ * posted in SQ order; the ring's tail follows them.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/net.h>
+#include <linux/uio.h>
+#include <net/sock.h>
+
+#include "conn.h"
+#include "cq.h"
+#include "mr.h"
+#include "pd.h"
+#include "qp.h"
+#include "proto/crc.h"
+
+/* Framing overhead of one FPDU at most: length, pad, CRC, markers. */
+#define IWARP_FPDU_SLACK	(IWP_MPA_LEN_SIZE + 3 + IWP_MPA_CRC_SIZE + 4 * 4)
+
+/* Payload source of an FPDU being framed. */
+struct iwarp_tx_src {
+	const struct iwarp_sqe *wr;	/* SGEs or inline data */
+	struct iwarp_mr **mrs;		/* per SGE */
+	struct iwarp_mr *mr;		/* or one MR at @to */
+	u64 to;
+	u32 off;			/* payload offset of this FPDU */
+};
+
+static u32 iwarp_sge_total(const struct iwarp_sqe *wr)
+{
+	u32 i, total = 0;
+
+	if (wr->flags & IWARP_WR_F_INLINE)
+		return wr->num_sge;
+	for (i = 0; i < wr->num_sge && i < IWARP_SQE_MAX_SGE; i++)
+		total += wr->sge[i].length;
+	return total;
+}
+
+/* Copies @len payload octets at src->off into @dst, folding the CRC. */
+static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len, u32 *crc)
+{
+	const struct iwarp_sqe *wr = src->wr;
+	u32 off = src->off, i;
+	int err;
+
+	if (!len)
+		return 0;
+	if (src->mr)
+		return iwarp_mr_copy(src->mr, src->to + off, dst, len, false, crc);
+	if (wr->flags & IWARP_WR_F_INLINE) {
+		memcpy(dst, wr->inline_data + off, len);
+		if (crc)
+			*crc = iwp_crc32c_update(*crc, dst, len);
+		return 0;
+	}
+	for (i = 0; i < wr->num_sge && len; i++) {
+		const struct iwarp_sge *sge = &wr->sge[i];
+		u32 n;
+
+		if (off >= sge->length) {
+			off -= sge->length;
+			continue;
+		}
+		n = min(len, sge->length - off);
+		err = iwarp_mr_copy(src->mrs[i], sge->addr + off, dst, n, false, crc);
+		if (err)
+			return err;
+		dst += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? -EFAULT : 0;
+}
+
+/*
+ * Frames one FPDU (headers @hdr, then @plen payload octets from @src) at
+ * the end of the transmit buffer. The caller checked the room.
+ */
+static int iwarp_tx_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
+			  const struct iwarp_tx_src *src, u32 plen)
+{
+	struct iwp_fpdu_tx f;
+	struct iwp_tx_piece p;
+	u8 *out = conn->txbuf + conn->tx_len;
+	u32 start = conn->tx_len;
+	int kind, err;
+
+	err = iwp_fpdu_tx_begin(&f, &conn->mtx, hlen + plen);
+	if (err)
+		return err;
+	while ((kind = iwp_fpdu_tx_next(&f, &p)) != IWP_TXP_DONE) {
+		if (kind < 0)
+			return kind;
+		if (kind == IWP_TXP_BYTES) {
+			memcpy(out, p.bytes, p.n);
+			out += p.n;
+			continue;
+		}
+		/* A ULPDU range: header part, then payload part. */
+		while (p.len) {
+			u32 n;
+
+			if (p.off < hlen) {
+				n = min(p.len, hlen - p.off);
+				memcpy(out, hdr + p.off, n);
+				iwp_fpdu_tx_crc(&f, out, n);
+			} else {
+				struct iwarp_tx_src s = *src;
+
+				n = p.len;
+				s.off += p.off - hlen;
+				err = iwarp_tx_copy(&s, out, n, conn->mtx.crc ? &f.crc : NULL);
+				if (err)
+					return err;
+				f.crc_fed += n;
+			}
+			out += n;
+			p.off += n;
+			p.len -= n;
+		}
+	}
+	conn->tx_len = out - conn->txbuf;
+	conn->stats.tx_fpdus++;
+	conn->stats.tx_bytes += conn->tx_len - start;
+	return 0;
+}
+
+static bool iwarp_tx_room(struct iwarp_conn *conn, u32 ulpdu_len)
+{
+	return conn->tx_len + ulpdu_len + IWARP_FPDU_SLACK +
+	       4 * (ulpdu_len / IWP_MPA_MARKER_SPACING + 1) <= IWARP_TXBUF_SIZE;
+}
+
+/* Frames a ULPDU without payload (Read Request, Terminate, zero-length). */
+static int iwarp_tx_hdr_only(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
+{
+	struct iwarp_tx_src none = {};
+	u8 hdr[IWP_DDP_UNTAGGED_HDR + IWP_TERM_MAX + 64];
+	int hlen;
+
+	hlen = iwp_ddp_hdr_build(m, hdr, sizeof(hdr));
+	if (hlen < 0)
+		return hlen;
+	return iwarp_tx_frame(conn, hdr, hlen, &none, 0);
+}
+
+static void iwarp_ddp_msg_init(struct iwp_ddp_msg *m, bool tagged, u8 opcode)
+{
+	memset(m, 0, sizeof(*m));
+	m->tagged = tagged;
+	m->dv = IWP_DDP_VERSION;
+	m->rv = IWP_RDMAP_VERSION;
+	m->opcode = opcode;
+}
+
+/* ---------------------------------------------------------- SQ completion */
+
+void iwarp_sq_complete(struct iwarp_conn *conn)
+{
+	struct iwarp_qp *qp = conn->qp;
+	u32 mask = qp->sq.entries - 1;
+
+	lockdep_assert_held(&conn->lock);
+	while (conn->sq_cqi != conn->sq_sent) {
+		struct iwarp_swqe *e = &conn->swq[conn->sq_cqi & mask];
+
+		if (!e->done)
+			break;
+		if ((e->flags & IWARP_WR_F_SIGNALED) || e->status != IWARP_WC_SUCCESS) {
+			static const u8 wc_op[__IWARP_WR_MAX] = {
+				[IWARP_WR_SEND] = IWARP_WC_SEND,
+				[IWARP_WR_SEND_INV] = IWARP_WC_SEND,
+				[IWARP_WR_WRITE] = IWARP_WC_WRITE,
+				[IWARP_WR_READ] = IWARP_WC_READ,
+				[IWARP_WR_LOCAL_INV] = IWARP_WC_LOCAL_INV,
+				[IWARP_WR_IMM] = IWARP_WC_IMM,
+				[IWARP_WR_ATOMIC_FETCHADD] = IWARP_WC_ATOMIC,
+				[IWARP_WR_ATOMIC_SWAP] = IWARP_WC_ATOMIC,
+				[IWARP_WR_ATOMIC_CMPSWAP] = IWARP_WC_ATOMIC,
+			};
+			struct iwarp_cqe cqe = {
+				.wr_id = e->wr_id,
+				.byte_len = e->bytes,
+				.qp_id = qp->id,
+				.opcode = e->opcode < __IWARP_WR_MAX ? wc_op[e->opcode] : 0,
+				.status = e->status,
+			};
+
+			iwarp_cq_post(qp->send_cq, &cqe);
+		}
+		conn->sq_cqi++;
+	}
+	smp_store_release(&qp->sq.ctrl->tail, conn->sq_cqi);
+}
+
+/* ------------------------------------------------------------ work requests */
+
+static void iwarp_cur_release(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+{
+	int i;
+
+	for (i = 0; i < IWARP_SQE_MAX_SGE; i++) {
+		if (mrs[i])
+			iwarp_mr_put(mrs[i]);
+		mrs[i] = NULL;
+	}
+}
+
+/*
+ * Checks the local SGEs of @wr and takes their MRs: each in the QP's PD,
+ * valid, covering the range, writable when @write.
+ */
+static int iwarp_sges_get(struct iwarp_conn *conn, const struct iwarp_sqe *wr,
+			  struct iwarp_mr **mrs, bool write)
+{
+	u32 i;
+
+	if (wr->flags & IWARP_WR_F_INLINE)
+		return wr->num_sge <= IWARP_SQE_MAX_INLINE ? 0 : -EINVAL;
+	if (wr->num_sge > IWARP_SQE_MAX_SGE)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		const struct iwarp_sge *sge = &wr->sge[i];
+		struct iwarp_mr *mr;
+
+		if (!sge->length)
+			continue;
+		mr = iwarp_mr_get(sge->lkey);
+		if (!mr)
+			goto bad;
+		mrs[i] = mr;
+		if (mr->pd != conn->qp->pd || READ_ONCE(mr->invalid) ||
+		    !iwarp_mr_range_ok(mr, sge->addr, sge->length) ||
+		    (write && !(mr->access & IWARP_MR_ACCESS_F_LOCAL_WRITE)))
+			goto bad;
+	}
+	return 0;
+bad:
+	iwarp_cur_release(conn, mrs);
+	return -EACCES;
+}
+
+/* The SQ slot being framed: its shadow entry. */
+static struct iwarp_swqe *iwarp_cur_swqe(struct iwarp_conn *conn)
+{
+	return &conn->swq[conn->sq_next & (conn->qp->sq.entries - 1)];
+}
+
+/* Ends the current WR: it may complete once the buffer is sent. */
+static void iwarp_cur_done(struct iwarp_conn *conn, struct iwarp_mr **mrs, u8 status,
+			   bool done)
+{
+	struct iwarp_swqe *e = iwarp_cur_swqe(conn);
+	unsigned long flags;
+
+	iwarp_cur_release(conn, mrs);
+	spin_lock_irqsave(&conn->lock, flags);
+	e->status = status;
+	e->done = done;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	conn->cur_active = false;
+	conn->sq_next++;
+	conn->sq_built = conn->sq_next;
+}
+
+/* A local error in a WR: it completes with @status, the QP goes to error. */
+static void iwarp_cur_fail(struct iwarp_conn *conn, struct iwarp_mr **mrs, u8 status)
+{
+	struct iwp_term t;
+
+	iwarp_cur_done(conn, mrs, status, true);
+	iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_CATA_STREAM);
+	iwarp_conn_fail(conn, &t, NULL, 0, false);
+}
+
+/*
+ * Takes the next SQ entry: 1 if one was taken (or completed at once),
+ * 0 if there is none or it must wait (ORD, fence), < 0 on a QP error.
+ */
+static int iwarp_sq_take(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+{
+	struct iwarp_qp *qp = conn->qp;
+	struct iwarp_sqe *wr = &conn->cur;
+	struct iwarp_swqe *e;
+	unsigned long flags;
+	u32 head, outstanding;
+	bool write_sink;
+	int err;
+
+	head = smp_load_acquire(&qp->sq.ctrl->head);
+	if (head == conn->sq_next)
+		return 0;
+	/* A producer that ran ahead of its tail is not served beyond it. */
+	if (conn->sq_next - READ_ONCE(conn->sq_cqi) >= qp->sq.entries)
+		return 0;
+	memcpy(wr, iwarp_ring_slot(&qp->sq, conn->sq_next), sizeof(*wr));
+
+	spin_lock_irqsave(&conn->lock, flags);
+	outstanding = conn->orq_tail - conn->orq_head;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (wr->opcode == IWARP_WR_READ && outstanding >= conn->ord)
+		return 0;	/* ORD: rx.c kicks when a Read completes */
+	if ((wr->flags & IWARP_WR_F_FENCE) && outstanding)
+		return 0;
+
+	e = iwarp_cur_swqe(conn);
+	spin_lock_irqsave(&conn->lock, flags);
+	e->wr_id = wr->wr_id;
+	e->opcode = wr->opcode;
+	e->flags = wr->flags;
+	e->status = IWARP_WC_SUCCESS;
+	e->done = 0;
+	e->bytes = 0;
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	if ((wr->flags & ~__IWARP_WR_F_ALL) || wr->opcode >= IWARP_WR_IMM) {
+		/* RFC 7306 operations are not offered on a connection yet. */
+		iwarp_cur_fail(conn, mrs, IWARP_WC_LOC_QP_ERR);
+		return -EOPNOTSUPP;
+	}
+	if (wr->opcode == IWARP_WR_LOCAL_INV) {
+		err = iwarp_mr_invalidate(wr->inv_stag, qp->pd);
+		iwarp_cur_done(conn, mrs, err ? IWARP_WC_LOC_PROT_ERR : IWARP_WC_SUCCESS, true);
+		return 1;
+	}
+	if (wr->opcode == IWARP_WR_READ &&
+	    ((wr->flags & IWARP_WR_F_INLINE) || wr->num_sge > 1)) {
+		iwarp_cur_fail(conn, mrs, IWARP_WC_LOC_QP_ERR);
+		return -EINVAL;
+	}
+	write_sink = wr->opcode == IWARP_WR_READ;
+	err = iwarp_sges_get(conn, wr, mrs, write_sink);
+	if (err) {
+		iwarp_cur_fail(conn, mrs, err == -EINVAL ? IWARP_WC_LOC_QP_ERR :
+				    IWARP_WC_LOC_PROT_ERR);
+		return err;
+	}
+	e->bytes = iwarp_sge_total(wr);
+	conn->cur_active = true;
+	conn->cur_off = 0;
+	return 1;
+}
+
+/* Frames the Read Request of the current WR and queues it on the ORQ. */
+static int iwarp_tx_read_req(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+{
+	const struct iwarp_sqe *wr = &conn->cur;
+	struct iwarp_orq_ent *o;
+	struct iwp_ddp_msg m;
+	unsigned long flags;
+	int err;
+
+	iwarp_ddp_msg_init(&m, false, IWP_OP_READ_REQ);
+	m.last = 1;
+	m.qn = IWP_QN_READ_REQ;
+	m.msn = conn->msn_rreq;
+	m.u.rreq.sink_stag = wr->num_sge ? wr->sge[0].lkey : 0;
+	m.u.rreq.sink_to = wr->num_sge ? wr->sge[0].addr : 0;
+	m.u.rreq.read_size = wr->num_sge ? wr->sge[0].length : 0;
+	m.u.rreq.src_stag = wr->rkey;
+	m.u.rreq.src_to = wr->remote_addr;
+	err = iwarp_tx_hdr_only(conn, &m);
+	if (err)
+		return err;
+	conn->msn_rreq++;
+	spin_lock_irqsave(&conn->lock, flags);
+	o = &conn->orq[conn->orq_tail % conn->ord];
+	o->sq_idx = conn->sq_next;
+	o->sink_stag = m.u.rreq.sink_stag;
+	o->sink_to = m.u.rreq.sink_to;
+	o->len = m.u.rreq.read_size;
+	o->placed = 0;
+	conn->orq_tail++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	/* The MRs of the sink stay registered by the user; rx.c places by STag. */
+	iwarp_cur_done(conn, mrs, IWARP_WC_SUCCESS, false);
+	return 0;
+}
+
+/* Frames the next FPDU of the current Send or Write. */
+static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+{
+	const struct iwarp_sqe *wr = &conn->cur;
+	u32 total = iwarp_sge_total(wr);
+	bool tagged = wr->opcode == IWARP_WR_WRITE;
+	u32 room = iwp_ddp_seg_payload(conn->mulpdu, tagged);
+	u32 plen = min(total - conn->cur_off, room);
+	struct iwarp_tx_src src = { .wr = wr, .mrs = mrs, .off = conn->cur_off };
+	struct iwp_ddp_msg m;
+	u8 hdr[IWP_DDP_UNTAGGED_HDR];
+	int hlen, err;
+
+	if (wr->opcode == IWARP_WR_READ)
+		return iwarp_tx_read_req(conn, mrs);
+	if (tagged) {
+		iwarp_ddp_msg_init(&m, true, IWP_OP_WRITE);
+		m.stag = wr->rkey;
+		m.to = wr->remote_addr + conn->cur_off;
+	} else {
+		bool se = wr->flags & IWARP_WR_F_SOLICITED;
+
+		if (wr->opcode == IWARP_WR_SEND_INV)
+			iwarp_ddp_msg_init(&m, false, se ? IWP_OP_SEND_SE_INV : IWP_OP_SEND_INV);
+		else
+			iwarp_ddp_msg_init(&m, false, se ? IWP_OP_SEND_SE : IWP_OP_SEND);
+		m.inv_stag = wr->opcode == IWARP_WR_SEND_INV ? wr->inv_stag : 0;
+		m.qn = IWP_QN_SEND;
+		m.msn = conn->msn_send;
+		m.mo = conn->cur_off;
+	}
+	m.last = conn->cur_off + plen == total;
+	hlen = iwp_ddp_hdr_build(&m, hdr, sizeof(hdr));
+	if (hlen < 0)
+		return hlen;
+	err = iwarp_tx_frame(conn, hdr, hlen, &src, plen);
+	if (err)
+		return err;
+	conn->cur_off += plen;
+	if (m.last) {
+		if (!tagged)
+			conn->msn_send++;
+		iwarp_cur_done(conn, mrs, IWARP_WC_SUCCESS, true);
+	}
+	return 0;
+}
+
+/* Frames the next Read Response FPDU of the IRQ head; true if one was. */
+static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
+{
+	struct iwarp_irq_ent *r;
+	struct iwarp_tx_src src = {};
+	struct iwp_ddp_msg m;
+	unsigned long flags;
+	u8 hdr[IWP_DDP_TAGGED_HDR];
+	u32 plen;
+	int hlen, err;
+
+	*framed = false;
+	spin_lock_irqsave(&conn->lock, flags);
+	r = conn->irq_head != conn->irq_tail ? &conn->irq[conn->irq_head % conn->ird] : NULL;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (!r)
+		return 0;
+	plen = min(r->len - r->sent, iwp_ddp_seg_payload(conn->mulpdu, true));
+	iwarp_ddp_msg_init(&m, true, IWP_OP_READ_RESP);
+	m.stag = r->sink_stag;
+	m.to = r->sink_to + r->sent;
+	m.last = r->sent + plen == r->len;
+	hlen = iwp_ddp_hdr_build(&m, hdr, sizeof(hdr));
+	if (hlen < 0)
+		return hlen;
+	src.mr = r->mr;
+	src.to = r->src_to;
+	src.off = r->sent;
+	err = iwarp_tx_frame(conn, hdr, hlen, &src, plen);
+	if (err)
+		return err;
+	*framed = true;
+	r->sent += plen;
+	if (m.last) {
+		struct iwarp_mr *mr = r->mr;
+
+		spin_lock_irqsave(&conn->lock, flags);
+		r->mr = NULL;
+		conn->irq_head++;
+		spin_unlock_irqrestore(&conn->lock, flags);
+		if (mr)
+			iwarp_mr_put(mr);
+	}
+	return 0;
+}
+
+/* Peer-to-peer: the initiator's ready-to-receive message (MPA-49). */
+static int iwarp_tx_rtr(struct iwarp_conn *conn)
+{
+	struct iwp_ddp_msg m;
+	unsigned long flags;
+	int err;
+
+	switch (conn->res.rtr) {
+	case IWP_RTR_SEND:
+		iwarp_ddp_msg_init(&m, false, IWP_OP_SEND);
+		m.qn = IWP_QN_SEND;
+		m.msn = conn->msn_send++;
+		break;
+	case IWP_RTR_READ:
+		iwarp_ddp_msg_init(&m, false, IWP_OP_READ_REQ);
+		m.qn = IWP_QN_READ_REQ;
+		m.msn = conn->msn_rreq++;
+		m.u.rreq.src_stag = 1;
+		spin_lock_irqsave(&conn->lock, flags);
+		conn->orq[conn->orq_tail % conn->ord] = (struct iwarp_orq_ent){
+			.sq_idx = U32_MAX,	/* not a WR */
+		};
+		conn->orq_tail++;
+		spin_unlock_irqrestore(&conn->lock, flags);
+		break;
+	default:
+		iwarp_ddp_msg_init(&m, true, IWP_OP_WRITE);
+		m.stag = 1;
+		break;
+	}
+	m.last = 1;
+	err = iwarp_tx_hdr_only(conn, &m);
+	if (!err)
+		conn->rtr_pending = false;
+	return err;
+}
+
+/* The Terminate, last message on the stream (RDMAP-11). */
+static int iwarp_tx_term(struct iwarp_conn *conn)
+{
+	struct iwp_ddp_msg m;
+	unsigned long flags;
+
+	iwarp_ddp_msg_init(&m, false, IWP_OP_TERMINATE);
+	m.last = 1;
+	m.qn = IWP_QN_TERMINATE;
+	m.msn = 1;
+	spin_lock_irqsave(&conn->lock, flags);
+	m.u.term = conn->term_msg;
+	conn->term_pending = false;
+	conn->term_done = true;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return iwarp_tx_hdr_only(conn, &m);
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+/* Hands the buffer to TCP: 0 when all of it went, -EAGAIN, or an error. */
+static int iwarp_tx_flush(struct iwarp_conn *conn)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec iov;
+	unsigned long flags;
+	int n;
+
+	while (conn->tx_sent < conn->tx_len) {
+		iov.iov_base = conn->txbuf + conn->tx_sent;
+		iov.iov_len = conn->tx_len - conn->tx_sent;
+		n = kernel_sendmsg(conn->sock, &msg, &iov, 1, iov.iov_len);
+		if (n < 0)
+			return n;
+		conn->tx_sent += n;
+	}
+	conn->tx_len = 0;
+	conn->tx_sent = 0;
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->sq_sent = conn->sq_built;
+	iwarp_sq_complete(conn);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return 0;
+}
+
+/*
+ * Doorbell suppression (uapi/iwarp_abi.h): announce idleness, then look
+ * once more. True if work arrived meanwhile.
+ */
+static bool iwarp_tx_idle(struct iwarp_conn *conn)
+{
+	struct iwarp_ring_ctrl *ctrl = conn->qp->sq.ctrl;
+
+	WRITE_ONCE(ctrl->flags, READ_ONCE(ctrl->flags) | IWARP_RING_F_IDLE);
+	smp_mb();
+	if (READ_ONCE(ctrl->head) == conn->sq_next)
+		return false;
+	WRITE_ONCE(ctrl->flags, READ_ONCE(ctrl->flags) & ~IWARP_RING_F_IDLE);
+	return true;
+}
+
+/* Fills the buffer; true if something was framed. */
+static int iwarp_tx_fill(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+{
+	bool framed, any = false;
+	int err, n;
+
+	while (iwarp_tx_room(conn, conn->mulpdu)) {
+		if (conn->rtr_pending) {
+			err = iwarp_tx_rtr(conn);
+			if (err)
+				return err;
+			any = true;
+			continue;
+		}
+		/* Read Responses and the SQ share the stream FPDU by FPDU. */
+		err = iwarp_tx_irq_fpdu(conn, &framed);
+		if (err)
+			return err;
+		any |= framed;
+		if (conn->rtr_wait)
+			break;	/* responder in P2P: nothing before the RTR */
+		if (!conn->cur_active) {
+			n = iwarp_sq_take(conn, mrs);
+			if (n < 0)
+				return n;
+			if (!n) {
+				if (!framed)
+					break;
+				continue;
+			}
+			if (!conn->cur_active) {	/* completed at once */
+				any = true;
+				continue;
+			}
+		}
+		err = iwarp_tx_cur_fpdu(conn, mrs);
+		if (err)
+			return err;
+		any = true;
+	}
+	return any;
+}
+
+static void iwarp_tx_run(struct iwarp_conn *conn)
+{
+	struct iwarp_mr **mrs = conn->cur_mrs;
+	int err;
+
+	for (;;) {
+		err = iwarp_tx_flush(conn);
+		if (err == -EAGAIN)
+			return;		/* sk_write_space kicks us again */
+		if (err) {
+			/* The stream is gone: nothing more can be sent. */
+			pr_debug("qp %u: transmit failed: %d\n", conn->qp->id, err);
+			conn->tx_len = 0;
+			conn->tx_sent = 0;
+			conn->term_pending = false;
+			conn->term_done = true;
+			iwarp_conn_fail(conn, NULL, NULL, 0, false);
+		}
+		if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS) {
+			if (READ_ONCE(conn->term_pending)) {
+				err = iwarp_tx_term(conn);
+				if (!err)
+					err = iwarp_tx_flush(conn);
+				if (err == -EAGAIN)
+					return;
+				kernel_sock_shutdown(conn->sock, SHUT_WR);
+			}
+			iwarp_conn_flush(conn, false);
+			return;
+		}
+		err = iwarp_tx_fill(conn, mrs);
+		if (err < 0)
+			continue;	/* a local error moved the QP to error */
+		if (!err && !conn->tx_len && !iwarp_tx_idle(conn))
+			return;
+	}
+}
+
+void iwarp_tx_work(struct work_struct *work)
+{
+	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, tx_work);
+
+	mutex_lock(&conn->tx_lock);
+	if (conn->fpdu_mode && !READ_ONCE(conn->closing))
+		iwarp_tx_run(conn);
+	mutex_unlock(&conn->tx_lock);
+}
+
+void iwarp_tx_kick(struct iwarp_conn *conn)
+{
+	queue_work(iwarp_wq, &conn->tx_work);
+}
+
+void iwarp_tx_doorbell(struct iwarp_conn *conn)
+{
+	if (!mutex_trylock(&conn->tx_lock)) {
+		queue_work(iwarp_wq, &conn->tx_work);
+		return;
+	}
+	if (READ_ONCE(conn->closing))
+		iwarp_conn_flush(conn, true);	/* the engines are stopped */
+	else if (conn->fpdu_mode)
+		iwarp_tx_run(conn);
+	mutex_unlock(&conn->tx_lock);
+}
+
+/* ------------------------------------------------------------------ flush */
+
+static void iwarp_rq_flush(struct iwarp_conn *conn)
+{
+	struct iwarp_qp *qp = conn->qp;
+	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
+	struct iwarp_cqe cqe = { .qp_id = qp->id, .opcode = IWARP_WC_RECV,
+				 .status = IWARP_WC_FLUSH_ERR };
+
+	if (conn->rq_active) {
+		iwarp_rx_rqe_end(conn, IWARP_WC_FLUSH_ERR);
+	}
+	if (head - conn->rq_next > qp->rq.entries)
+		head = conn->rq_next + qp->rq.entries;
+	while (conn->rq_next != head) {
+		const struct iwarp_rqe *rqe = iwarp_ring_slot(&qp->rq, conn->rq_next);
+
+		cqe.wr_id = READ_ONCE(rqe->wr_id);
+		iwarp_cq_post(qp->recv_cq, &cqe);
+		conn->rq_next++;
+	}
+	smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
+}
+
+void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
+{
+	struct iwarp_qp *qp = conn->qp;
+	u32 mask = qp->sq.entries - 1;
+	unsigned long flags;
+	u32 head, i;
+
+	if (conn->cur_active) {
+		iwarp_cur_release(conn, conn->cur_mrs);
+		conn->cur_active = false;
+	}
+	head = smp_load_acquire(&qp->sq.ctrl->head);
+	if (head - conn->sq_cqi > qp->sq.entries)
+		head = conn->sq_cqi + qp->sq.entries;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	for (i = conn->sq_cqi; i != head; i++) {
+		struct iwarp_swqe *e = &conn->swq[i & mask];
+
+		if (i - conn->sq_cqi >= conn->sq_next - conn->sq_cqi) {
+			const struct iwarp_sqe *wr = iwarp_ring_slot(&qp->sq, i);
+
+			e->wr_id = READ_ONCE(wr->wr_id);
+			e->opcode = READ_ONCE(wr->opcode);
+			e->flags = 0;
+			e->bytes = 0;
+			e->status = IWARP_WC_SUCCESS;
+			e->done = 0;
+		}
+		if ((i - conn->sq_cqi >= conn->sq_sent - conn->sq_cqi || !e->done) &&
+		    e->status == IWARP_WC_SUCCESS)
+			e->status = IWARP_WC_FLUSH_ERR;
+		e->done = 1;
+	}
+	conn->sq_next = head;
+	conn->sq_built = head;
+	conn->sq_sent = head;
+	iwarp_sq_complete(conn);
+	conn->orq_head = conn->orq_tail;
+	while (conn->irq_head != conn->irq_tail) {
+		struct iwarp_irq_ent *r = &conn->irq[conn->irq_head++ % conn->ird];
+
+		if (r->mr) {
+			/* mr_put() only completes; safe under the spinlock */
+			iwarp_mr_put(r->mr);
+			r->mr = NULL;
+		}
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+
+	if (stopped) {
+		iwarp_rq_flush(conn);
+	} else {
+		lock_sock(conn->sock->sk);
+		iwarp_rq_flush(conn);
+		release_sock(conn->sock->sk);
+	}
+}
