@@ -34,6 +34,7 @@ type osClient interface {
 	MRs() ([]MR, error)
 	CQs() ([]CQ, error)
 	QPs() ([]QP, error)
+	CMs() ([]CM, error)
 	Monitor(ctx context.Context, fn func(Event) error) error
 }
 
@@ -97,9 +98,15 @@ func (c *Client) CQs() ([]CQ, error) { return c.c.CQs() }
 // client's network namespace, ordered by context and id.
 func (c *Client) QPs() ([]QP, error) { return c.c.QPs() }
 
+// CMs returns every listener and connection of the verbs contexts opened
+// in the client's network namespace, ordered by id, with the negotiated MPA
+// parameters and each connection's counters.
+func (c *Client) CMs() ([]CM, error) { return c.c.CMs() }
+
 // Monitor calls fn for every event multicast by the module in the client's
 // namespace until ctx is done (it then returns ctx.Err()) or fn returns an
-// error (which it returns).
+// error (which it returns): link events (EventLinkNew, EventLinkDel) and
+// connection-manager events (EventCM).
 func (c *Client) Monitor(ctx context.Context, fn func(Event) error) error {
 	return c.c.Monitor(ctx, fn)
 }
@@ -270,13 +277,14 @@ func LinkFlagNames() []string {
 	return names
 }
 
-// EventKind says what happened to a link.
+// EventKind says what an event is about.
 type EventKind string
 
 // Event kinds.
 const (
-	EventLinkNew EventKind = "new" // created, or changed (see Reason)
-	EventLinkDel EventKind = "del" // deleted
+	EventLinkNew EventKind = "new" // a link was created, or changed (see Reason)
+	EventLinkDel EventKind = "del" // a link was deleted
+	EventCM      EventKind = "cm"  // a listener or connection event (see Reason)
 )
 
 // EventReason says why an event was sent.
@@ -291,6 +299,13 @@ const (
 	ReasonNetdevNetnsMove  = EventReason(netlinkproto.EventReasonNetdevNetNSMove)
 	ReasonStateChange      = EventReason(netlinkproto.EventReasonStateChange)
 	ReasonModuleUnload     = EventReason(netlinkproto.EventReasonModuleUnload)
+
+	ReasonCMRequest      = EventReason(netlinkproto.EventReasonCMRequest)      // a listener received an MPA Request
+	ReasonCMEstablished  = EventReason(netlinkproto.EventReasonCMEstablished)  // a connection reached RTS
+	ReasonCMRejected     = EventReason(netlinkproto.EventReasonCMRejected)     // rejected by the peer or locally
+	ReasonCMUnreachable  = EventReason(netlinkproto.EventReasonCMUnreachable)  // a connection attempt failed
+	ReasonCMDisconnected = EventReason(netlinkproto.EventReasonCMDisconnected) // a connection closed
+	ReasonCMError        = EventReason(netlinkproto.EventReasonCMError)        // a Terminate was sent or received
 )
 
 var reasonNames = map[EventReason]string{
@@ -301,6 +316,12 @@ var reasonNames = map[EventReason]string{
 	ReasonNetdevNetnsMove:  "netdev-netns-move",
 	ReasonStateChange:      "state-change",
 	ReasonModuleUnload:     "module-unload",
+	ReasonCMRequest:        "cm-request",
+	ReasonCMEstablished:    "cm-established",
+	ReasonCMRejected:       "cm-rejected",
+	ReasonCMUnreachable:    "cm-unreachable",
+	ReasonCMDisconnected:   "cm-disconnected",
+	ReasonCMError:          "cm-error",
 }
 
 func (r EventReason) String() string {
@@ -313,11 +334,14 @@ func (r EventReason) String() string {
 // MarshalJSON encodes the reason as its name.
 func (r EventReason) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
 
-// Event is one notification from the module's "events" group.
+// Event is one notification from the module's "events" group. Link events
+// carry Link; EventCM carries CM (nil otherwise) and a zero Link. In JSON
+// the key link or cm is present, not both.
 type Event struct {
 	Kind   EventKind   `json:"event"`
 	Reason EventReason `json:"reason"`
-	Link   Link        `json:"link"`
+	Link   Link        `json:"link,omitzero"`
+	CM     *CM         `json:"cm,omitempty"`
 }
 
 // Error is a rejection by the kernel: the operation, the extended-ack

@@ -151,6 +151,7 @@ func dump[T any](c *linuxClient, op string, cmd uint8, parse func([]byte) (T, er
 func (c *linuxClient) MRs() ([]MR, error) { return dump(c, "mr show", netlinkproto.CmdMRGet, parseMR) }
 func (c *linuxClient) CQs() ([]CQ, error) { return dump(c, "cq show", netlinkproto.CmdCQGet, parseCQ) }
 func (c *linuxClient) QPs() ([]QP, error) { return dump(c, "qp show", netlinkproto.CmdQPGet, parseQP) }
+func (c *linuxClient) CMs() ([]CM, error) { return dump(c, "cm show", netlinkproto.CmdCMGet, parseCM) }
 
 func firstLink(op string, msgs []genetlink.Message) (*Link, error) {
 	if len(msgs) == 0 {

@@ -2,8 +2,10 @@
 
 // Package ctl is the Go client of the iwarp kernel module's generic netlink
 // family: it creates, changes, deletes and lists links (an iWARP device bound
-// to a netdev), follows the family's event stream, and lists the verbs
-// resources (MRs, CQs, QPs) of the contexts opened in its namespace.
+// to a netdev), follows the family's event stream (link and connection-manager
+// events), and lists the verbs resources (MRs, CQs, QPs) and the listeners and
+// connections (CMs, with their counters) of the contexts opened in its
+// namespace.
 //
 // A Client acts in the network namespace it was opened in. Kernel rejections
 // come back as *Error, carrying the kernel's extended-ack message (which names

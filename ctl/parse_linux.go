@@ -6,6 +6,7 @@ package ctl
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
@@ -70,6 +71,13 @@ func parseEvent(m genetlink.Message) (Event, error) {
 		ev.Kind = EventLinkNew
 	case netlinkproto.CmdLinkDel:
 		ev.Kind = EventLinkDel
+	case netlinkproto.CmdCMGet:
+		cm, r, err := parseCMAttrs(m.Data)
+		if err != nil {
+			return ev, err
+		}
+		ev.Kind, ev.Reason, ev.CM = EventCM, r, &cm
+		return ev, nil
 	default:
 		return ev, fmt.Errorf("unknown event command %d", m.Header.Command)
 	}
@@ -164,7 +172,100 @@ func parseQP(b []byte) (QP, error) {
 			qp.RQEntries = ad.Uint32()
 		case netlinkproto.AttrQPState:
 			qp.State = QPState(ad.Uint8())
+		default:
+			parseStat(ad, &qp.Stats)
 		}
 	})
 	return qp, err
+}
+
+// parseStat decodes the attribute at ad into s if it is a counter.
+func parseStat(ad *netlink.AttributeDecoder, s *Stats) {
+	switch ad.Type() {
+	case netlinkproto.AttrStatTXBytes:
+		s.TxBytes = ad.Uint64()
+	case netlinkproto.AttrStatRXBytes:
+		s.RxBytes = ad.Uint64()
+	case netlinkproto.AttrStatTXFPDUs:
+		s.TxFPDUs = ad.Uint64()
+	case netlinkproto.AttrStatRXFPDUs:
+		s.RxFPDUs = ad.Uint64()
+	case netlinkproto.AttrStatCRCErrors:
+		s.CRCErrors = ad.Uint64()
+	case netlinkproto.AttrStatTermSent:
+		s.TermSent = decodeTerminate(ad.Uint32())
+	case netlinkproto.AttrStatTermRcvd:
+		s.TermRcvd = decodeTerminate(ad.Uint32())
+	}
+}
+
+func parseCM(b []byte) (CM, error) {
+	cm, _, err := parseCMAttrs(b)
+	return cm, err
+}
+
+// parseCMAttrs decodes a listener or connection and, if present (in
+// notifications), an event reason.
+func parseCMAttrs(b []byte) (CM, EventReason, error) {
+	var (
+		cm                  CM
+		reason              EventReason
+		local, peer         netip.Addr
+		localPort, peerPort uint16
+		badAddr             error
+	)
+	addr := func(ad *netlink.AttributeDecoder) netip.Addr {
+		a, ok := netip.AddrFromSlice(ad.Bytes())
+		if !ok && badAddr == nil {
+			badAddr = fmt.Errorf("%s of %d octets", netlinkproto.AttrNames[ad.Type()], len(ad.Bytes()))
+		}
+		return a
+	}
+	err := parseOwned(b, &cm.Owner, netlinkproto.AttrCMID, func(ad *netlink.AttributeDecoder) {
+		switch ad.Type() {
+		case netlinkproto.AttrCMID:
+			cm.ID = ad.Uint32()
+		case netlinkproto.AttrCMKind:
+			cm.Kind = CMKind(ad.Uint8())
+		case netlinkproto.AttrCMState:
+			cm.State = CMState(ad.Uint8())
+		case netlinkproto.AttrQPID:
+			cm.QP = ad.Uint32()
+		case netlinkproto.AttrCMAddr:
+			local = addr(ad)
+		case netlinkproto.AttrCMPort:
+			localPort = ad.Uint16()
+		case netlinkproto.AttrCMPeerAddr:
+			peer = addr(ad)
+		case netlinkproto.AttrCMPeerPort:
+			peerPort = ad.Uint16()
+		case netlinkproto.AttrConnFlags:
+			cm.Flags = ConnFlags(ad.Uint32())
+		case netlinkproto.AttrLinkMPARev:
+			cm.MPARev = ad.Uint8()
+		case netlinkproto.AttrLinkRTR:
+			cm.RTR = RTR(ad.Uint8())
+		case netlinkproto.AttrLinkIRD:
+			cm.IRD = ad.Uint32()
+		case netlinkproto.AttrLinkORD:
+			cm.ORD = ad.Uint32()
+		case netlinkproto.AttrEventReason:
+			reason = EventReason(ad.Uint32())
+		default:
+			parseStat(ad, &cm.Stats)
+		}
+	})
+	if err == nil {
+		err = badAddr
+	}
+	if err != nil {
+		return CM{}, 0, err
+	}
+	if local.IsValid() {
+		cm.Local = netip.AddrPortFrom(local, localPort)
+	}
+	if peer.IsValid() {
+		cm.Peer = netip.AddrPortFrom(peer, peerPort)
+	}
+	return cm, reason, nil
 }

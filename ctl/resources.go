@@ -39,7 +39,8 @@ type CQ struct {
 	Tail    uint32 `json:"tail"`
 }
 
-// QP is a queue pair.
+// QP is a queue pair, with the counters of its connection (zero before it
+// has one).
 type QP struct {
 	Owner
 	ID        uint32  `json:"id"`
@@ -49,6 +50,7 @@ type QP struct {
 	SQEntries uint32  `json:"sq_entries"`
 	RQEntries uint32  `json:"rq_entries"`
 	State     QPState `json:"state"`
+	Stats
 }
 
 // MRAccess are a memory region's access rights (local read is implied).

@@ -6,6 +6,7 @@ package ctl
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/mdlayher/genetlink"
@@ -97,7 +98,9 @@ func TestCQsDump(t *testing.T) {
 
 func TestQPsDump(t *testing.T) {
 	want := QP{Owner: Owner{PID: 9, Comm: "srv", Ctx: 4}, ID: 77, PD: 2, SendCQ: 1, RecvCQ: 3,
-		SQEntries: 64, RQEntries: 32, State: QPState(netlinkproto.QPStateError)}
+		SQEntries: 64, RQEntries: 32, State: QPState(netlinkproto.QPStateError),
+		Stats: Stats{TxBytes: 1 << 40, RxBytes: 2048, TxFPDUs: 3, RxFPDUs: 4, CRCErrors: 1,
+			TermRcvd: &Terminate{Layer: 2, EType: 0, ECode: 2}}}
 	c := dumpServer(t, netlinkproto.CmdQPGet, encodeAttrs(t, func(ae *netlink.AttributeEncoder) {
 		ownerAttrs(ae, want.Owner)
 		ae.Uint32(netlinkproto.AttrQPID, want.ID)
@@ -107,14 +110,22 @@ func TestQPsDump(t *testing.T) {
 		ae.Uint32(netlinkproto.AttrQPSQEntries, want.SQEntries)
 		ae.Uint32(netlinkproto.AttrQPRQEntries, want.RQEntries)
 		ae.Uint8(netlinkproto.AttrQPState, uint8(want.State))
+		ae.Uint64(netlinkproto.AttrStatTXBytes, want.TxBytes)
+		ae.Uint64(netlinkproto.AttrStatRXBytes, want.RxBytes)
+		ae.Uint64(netlinkproto.AttrStatTXFPDUs, want.TxFPDUs)
+		ae.Uint64(netlinkproto.AttrStatRXFPDUs, want.RxFPDUs)
+		ae.Uint64(netlinkproto.AttrStatCRCErrors, want.CRCErrors)
+		ae.Uint32(netlinkproto.AttrStatTermSent, 0) // none
+		ae.Uint32(netlinkproto.AttrStatTermRcvd, 1<<31|2<<12|0<<8|2)
 	}))
 	got, err := c.QPs()
-	if err != nil || len(got) != 1 || got[0] != want {
+	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("QPs: %+v, %v; want %+v", got, err, want)
 	}
 	b, _ := json.Marshal(got[0])
 	if s := `{"pid":9,"comm":"srv","ctx":4,"id":77,"pd":2,"send_cq":1,"recv_cq":3,"sq_entries":64,` +
-		`"rq_entries":32,"state":"error"}`; string(b) != s {
+		`"rq_entries":32,"state":"error","tx_bytes":1099511627776,"rx_bytes":2048,"tx_fpdus":3,"rx_fpdus":4,` +
+		`"crc_errors":1,"term_sent":null,"term_rcvd":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"}}`; string(b) != s {
 		t.Fatalf("JSON %s\nwant %s", b, s)
 	}
 }

@@ -5,6 +5,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Every error returned by a parser or the Receiver matches
@@ -123,4 +124,84 @@ func protoErr(sentinel error, layer, etype, ecode uint8, off int64, format strin
 		Offset:    off,
 		Detail:    fmt.Sprintf(format, args...),
 	}
+}
+
+// ETypeName names the error type etype of a Terminate layer after the RFC
+// tables (RDMAP-10, DDP-36, MPA-52), in lower case with hyphens:
+// "local-catastrophic", "remote-protection", "remote-operation" (RDMAP),
+// "local-catastrophic", "tagged-buffer", "untagged-buffer", "llp" (DDP),
+// "mpa" (LLP). It returns "" for an undefined combination.
+func ETypeName(layer, etype uint8) string {
+	switch {
+	case layer == LayerRDMAP && etype < 3:
+		return [...]string{"local-catastrophic", "remote-protection", "remote-operation"}[etype]
+	case layer == LayerDDP && etype < 4:
+		return [...]string{"local-catastrophic", "tagged-buffer", "untagged-buffer", "llp"}[etype]
+	case layer == LayerLLP && etype == 0:
+		return "mpa"
+	}
+	return ""
+}
+
+var ecodeNames = map[[3]uint8]string{
+	{LayerRDMAP, 1, 0x00}:                 "invalid-stag",
+	{LayerRDMAP, 1, 0x01}:                 "base-or-bounds",
+	{LayerRDMAP, 1, 0x02}:                 "access-rights",
+	{LayerRDMAP, 1, 0x03}:                 "stag-not-in-stream",
+	{LayerRDMAP, 1, 0x04}:                 "to-wrap",
+	{LayerRDMAP, 1, 0x09}:                 "stag-cannot-be-invalidated",
+	{LayerRDMAP, 1, 0xFF}:                 "unspecified",
+	{LayerRDMAP, 2, 0x05}:                 "invalid-rdmap-version",
+	{LayerRDMAP, 2, 0x06}:                 "unexpected-opcode",
+	{LayerRDMAP, 2, 0x07}:                 "catastrophic-stream",
+	{LayerRDMAP, 2, 0x08}:                 "catastrophic-global",
+	{LayerRDMAP, 2, 0x09}:                 "stag-cannot-be-invalidated",
+	{LayerRDMAP, 2, 0xFF}:                 "unspecified",
+	{LayerDDP, 1, 0x00}:                   "invalid-stag",
+	{LayerDDP, 1, 0x01}:                   "base-or-bounds",
+	{LayerDDP, 1, 0x02}:                   "stag-not-in-stream",
+	{LayerDDP, 1, 0x03}:                   "to-wrap",
+	{LayerDDP, 1, 0x04}:                   "invalid-ddp-version",
+	{LayerDDP, 2, 0x01}:                   "invalid-qn",
+	{LayerDDP, 2, 0x02}:                   "no-buffer",
+	{LayerDDP, 2, 0x03}:                   "invalid-msn-range",
+	{LayerDDP, 2, 0x04}:                   "invalid-mo",
+	{LayerDDP, 2, 0x05}:                   "message-too-long",
+	{LayerDDP, 2, 0x06}:                   "invalid-ddp-version",
+	{LayerLLP, 0, MPACodeConnLost}:        "connection-lost",
+	{LayerLLP, 0, MPACodeCRC}:             "crc-error",
+	{LayerLLP, 0, MPACodeMarker}:          "marker-error",
+	{LayerLLP, 0, MPACodeInvalidFrame}:    "invalid-frame",
+	{LayerLLP, 0, MPACodeCatastrophic}:    "catastrophic",
+	{LayerLLP, 0, MPACodeInsufficientIRD}: "insufficient-ird",
+	{LayerLLP, 0, MPACodeNoMatchingRTR}:   "no-matching-rtr",
+}
+
+// ECodeName names the error code ecode of a Terminate (layer, etype) after
+// the RFC tables (RDMAP-10, DDP-36, MPA-52), in lower case with hyphens,
+// such as "invalid-qn" or "crc-error". It returns "" where the tables give
+// no name (the catastrophic types, whose code is 0, and undefined codes).
+func ECodeName(layer, etype, ecode uint8) string {
+	return ecodeNames[[3]uint8{layer, etype, ecode}]
+}
+
+// TerminateName is the text form of a Terminate (layer, etype, ecode):
+// "layer/etype/ecode" with the names of LayerName (in lower case),
+// ETypeName and ECodeName where they are defined and numbers otherwise, as
+// in "ddp/untagged-buffer/invalid-qn", "rdmap/local-catastrophic/0x00" or
+// "layer5/etype3/0x07".
+func TerminateName(layer, etype, ecode uint8) string {
+	l := strings.ToLower(LayerName(layer))
+	if layer > LayerLLP {
+		l = fmt.Sprintf("layer%d", layer)
+	}
+	e := ETypeName(layer, etype)
+	if e == "" {
+		e = fmt.Sprintf("etype%d", etype)
+	}
+	c := ECodeName(layer, etype, ecode)
+	if c == "" {
+		c = fmt.Sprintf("0x%02x", ecode)
+	}
+	return l + "/" + e + "/" + c
 }

@@ -5,6 +5,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/netip"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,7 +24,10 @@ type fakeClient struct {
 	mrs    []ctl.MR
 	cqs    []ctl.CQ
 	qps    []ctl.QP
+	cms    []ctl.CM
 }
+
+func (f *fakeClient) CMs() ([]ctl.CM, error) { return append([]ctl.CM{}, f.cms...), nil }
 
 func (f *fakeClient) MRs() ([]ctl.MR, error) { return append([]ctl.MR{}, f.mrs...), nil }
 func (f *fakeClient) CQs() ([]ctl.CQ, error) { return append([]ctl.CQ{}, f.cqs...), nil }
@@ -277,7 +283,7 @@ func TestResourceShow(t *testing.T) {
 		},
 		cqs: []ctl.CQ{{Owner: ctl.Owner{PID: 42, Comm: "app", Ctx: 3}, ID: 1, Entries: 8, Head: 3, Tail: 2}},
 		qps: []ctl.QP{{Owner: ctl.Owner{PID: 42, Comm: "app", Ctx: 3}, ID: 77, PD: 1, SendCQ: 1, RecvCQ: 2,
-			SQEntries: 64, RQEntries: 32}},
+			SQEntries: 64, RQEntries: 32, Stats: ctl.Stats{TxFPDUs: 5, RxFPDUs: 6}}},
 	}
 	for _, tc := range []struct {
 		args []string
@@ -286,13 +292,14 @@ func TestResourceShow(t *testing.T) {
 		{[]string{"mr"}, "mr stag 0x00001234 pid 42   comm app    ctx 3  pd 1  addr 0x7f0000001000 length 8192 access local-write,remote-read\n" +
 			"mr stag 0xabcdef01 pid 1234 comm server ctx 12 pd 10 addr 0x1000         length 1    access local-read\n"},
 		{[]string{"cq", "show"}, "cq id 1 pid 42 comm app ctx 3 entries 8 head 3 tail 2\n"},
-		{[]string{"qp", "list"}, "qp id 77 pid 42 comm app ctx 3 pd 1 send-cq 1 recv-cq 2 sq-entries 64 rq-entries 32 state idle\n"},
+		{[]string{"qp", "list"}, "qp id 77 pid 42 comm app ctx 3 pd 1 send-cq 1 recv-cq 2 sq-entries 64 rq-entries 32 state idle fpdus 5/6\n"},
 		{[]string{"-j", "mr", "show"}, `[{"pid":42,"comm":"app","ctx":3,"stag":4660,"pd":1,"addr":139637976731648,"length":8192,` +
 			`"access":["local-write","remote-read"]},{"pid":1234,"comm":"server","ctx":12,"stag":2882400001,"pd":10,` +
 			`"addr":4096,"length":1,"access":[]}]` + "\n"},
 		{[]string{"-j", "cq", "ls"}, `[{"pid":42,"comm":"app","ctx":3,"id":1,"entries":8,"head":3,"tail":2}]` + "\n"},
 		{[]string{"-j", "qp"}, `[{"pid":42,"comm":"app","ctx":3,"id":77,"pd":1,"send_cq":1,"recv_cq":2,` +
-			`"sq_entries":64,"rq_entries":32,"state":"idle"}]` + "\n"},
+			`"sq_entries":64,"rq_entries":32,"state":"idle","tx_bytes":0,"rx_bytes":0,"tx_fpdus":5,"rx_fpdus":6,` +
+			`"crc_errors":0,"term_sent":null,"term_rcvd":null}]` + "\n"},
 	} {
 		code, out, errs := runCLI(t, f, tc.args...)
 		if code != 0 || errs != "" || out != tc.want {
@@ -300,7 +307,7 @@ func TestResourceShow(t *testing.T) {
 		}
 	}
 	empty := &fakeClient{}
-	for _, obj := range []string{"mr", "cq", "qp"} {
+	for _, obj := range []string{"mr", "cq", "qp", "cm", "stats"} {
 		if code, out, _ := runCLI(t, empty, obj); code != 0 || out != "" {
 			t.Errorf("%s with none: code %d %q", obj, code, out)
 		}
@@ -313,5 +320,110 @@ func TestResourceShow(t *testing.T) {
 		if code, _, _ := runCLI(t, empty, obj, "frob"); code != 2 {
 			t.Errorf("%s frob: code %d, want 2", obj, code)
 		}
+	}
+}
+
+var cliCMs = []ctl.CM{
+	{Owner: ctl.Owner{PID: 10, Comm: "srv", Ctx: 1}, ID: 1, Kind: ctl.CMListener, State: ctl.CMListen,
+		Local: netip.MustParseAddrPort("[::]:4791")},
+	{Owner: ctl.Owner{PID: 10, Comm: "srv", Ctx: 1}, ID: 2, Kind: ctl.CMPassive, State: ctl.CMEstablished, QP: 7,
+		Local: netip.MustParseAddrPort("192.0.2.1:4791"), Peer: netip.MustParseAddrPort("192.0.2.2:40000"),
+		Flags: ctl.ConnCRC | ctl.ConnMarkersRx | ctl.ConnP2P | ctl.ConnEnhanced, MPARev: 2, RTR: ctl.RTRRead,
+		IRD: 16, ORD: 8, Stats: ctl.Stats{TxBytes: 100, RxBytes: 200, TxFPDUs: 3, RxFPDUs: 4, CRCErrors: 1,
+			TermSent: &ctl.Terminate{Layer: 1, EType: 2, ECode: 1}}},
+	{Owner: ctl.Owner{PID: 11, Comm: "cli", Ctx: 2}, ID: 3, Kind: ctl.CMActive, State: ctl.CMState(42), QP: 9,
+		Local: netip.MustParseAddrPort("[2001:db8::1]:50000"), Peer: netip.MustParseAddrPort("[2001:db8::2]:4791"),
+		MPARev: 1, IRD: 4, ORD: 4},
+}
+
+func TestCMShow(t *testing.T) {
+	f := &fakeClient{cms: cliCMs}
+	want := "" +
+		"ID KIND     STATE       LOCAL               PEER               QP MPA                                 IRD/ORD PID COMM CTX\n" +
+		"1  listener listen      [::]:4791           *                  -  -                                   -       10  srv  1\n" +
+		"2  passive  established 192.0.2.1:4791      192.0.2.2:40000    7  v2,crc,markers-rx,p2p:read,enhanced 16/8    10  srv  1\n" +
+		"3  active   state42     [2001:db8::1]:50000 [2001:db8::2]:4791 9  v1                                  4/4     11  cli  2\n"
+	for _, args := range [][]string{{"cm"}, {"cm", "show"}, {"cm", "list"}} {
+		code, out, errs := runCLI(t, f, args...)
+		if code != 0 || errs != "" || out != want {
+			t.Errorf("%v: code %d stderr %q\ngot\n%s\nwant\n%s", args, code, errs, out, want)
+		}
+	}
+	code, out, _ := runCLI(t, f, "-j", "cm")
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got) != 3 {
+		t.Fatalf("-j cm: code %d %v %q", code, err, out)
+	}
+	keys := "comm crc_errors ctx flags id ird kind local_addr local_port mpa_rev ord peer_addr peer_port pid qp " +
+		"rtr rx_bytes rx_fpdus state term_rcvd term_sent tx_bytes tx_fpdus"
+	for i, o := range got {
+		var ks []string
+		for k := range o {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		if strings.Join(ks, " ") != keys {
+			t.Errorf("-j cm %d: keys %v", i, ks)
+		}
+	}
+	if got[0]["peer_addr"] != nil || got[0]["qp"] != nil || got[0]["local_addr"] != "::" ||
+		got[1]["peer_addr"] != "192.0.2.2" || got[1]["rtr"] != "read" || got[2]["rtr"] != nil ||
+		got[2]["state"] != "state42" || got[2]["local_addr"] != "2001:db8::1" {
+		t.Errorf("-j cm: %v", got)
+	}
+	term, _ := got[1]["term_sent"].(map[string]any)
+	if term["name"] != "ddp/untagged-buffer/invalid-qn" || term["layer"] != 1.0 || term["etype"] != 2.0 || term["ecode"] != 1.0 {
+		t.Errorf("term_sent %v", got[1]["term_sent"])
+	}
+}
+
+func TestStats(t *testing.T) {
+	f := &fakeClient{cms: cliCMs, qps: []ctl.QP{
+		{Owner: ctl.Owner{PID: 10, Comm: "srv", Ctx: 1}, ID: 7, State: ctl.QPState(1),
+			Stats: ctl.Stats{TxBytes: 100, RxBytes: 200, TxFPDUs: 3, RxFPDUs: 4, CRCErrors: 1,
+				TermSent: &ctl.Terminate{Layer: 1, EType: 2, ECode: 1}, TermRcvd: &ctl.Terminate{Layer: 2, EType: 0, ECode: 2}}},
+		{Owner: ctl.Owner{PID: 10, Comm: "srv", Ctx: 1}, ID: 8},
+	}}
+	want := "" +
+		"QP STATE CM PEER            TX-BYTES RX-BYTES TX-FPDUS RX-FPDUS CRC-ERRORS TERM-SENT                      TERM-RCVD         PID COMM\n" +
+		"7  rts   2  192.0.2.2:40000 100      200      3        4        1          ddp/untagged-buffer/invalid-qn llp/mpa/crc-error 10  srv\n" +
+		"8  idle  -  -               0        0        0        0        0          -                              -                 10  srv\n"
+	code, out, errs := runCLI(t, f, "stats")
+	if code != 0 || errs != "" || out != want {
+		t.Errorf("code %d stderr %q\ngot\n%s\nwant\n%s", code, errs, out, want)
+	}
+	code, out, _ = runCLI(t, f, "-j", "stats")
+	wantJSON := `[{"pid":10,"comm":"srv","ctx":1,"qp":7,"state":"rts","cm":2,"local_addr":"192.0.2.1","local_port":4791,` +
+		`"peer_addr":"192.0.2.2","peer_port":40000,"tx_bytes":100,"rx_bytes":200,"tx_fpdus":3,"rx_fpdus":4,"crc_errors":1,` +
+		`"term_sent":{"layer":1,"etype":2,"ecode":1,"name":"ddp/untagged-buffer/invalid-qn"},` +
+		`"term_rcvd":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"}},` +
+		`{"pid":10,"comm":"srv","ctx":1,"qp":8,"state":"idle","cm":null,"local_addr":null,"local_port":null,` +
+		`"peer_addr":null,"peer_port":null,"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,` +
+		`"term_sent":null,"term_rcvd":null}]` + "\n"
+	if code != 0 || out != wantJSON {
+		t.Errorf("-j stats: code %d\ngot  %s\nwant %s", code, out, wantJSON)
+	}
+}
+
+func TestMonitorCM(t *testing.T) {
+	cm := cliCMs[1]
+	cm.TermRcvd = &ctl.Terminate{Layer: 0, EType: 1, ECode: 2}
+	f := &fakeClient{events: []ctl.Event{
+		{Kind: ctl.EventCM, Reason: ctl.ReasonCMRequest, CM: &cliCMs[0]},
+		{Kind: ctl.EventCM, Reason: ctl.ReasonCMError, CM: &cm},
+	}}
+	code, out, _ := runCLI(t, f, "monitor")
+	want := "[cm] cm 1 kind listener state listen local [::]:4791 peer * qp - mpa - ird 0 ord 0 pid 10 comm srv ctx 1 " +
+		"reason cm-request\n" +
+		"[cm] cm 2 kind passive state established local 192.0.2.1:4791 peer 192.0.2.2:40000 qp 7 " +
+		"mpa v2,crc,markers-rx,p2p:read,enhanced ird 16 ord 8 pid 10 comm srv ctx 1 " +
+		"term-sent ddp/untagged-buffer/invalid-qn term-rcvd rdmap/remote-protection/access-rights reason cm-error\n"
+	if code != 0 || out != want {
+		t.Fatalf("code %d got\n%s\nwant\n%s", code, out, want)
+	}
+	code, out, _ = runCLI(t, f, "-j", "monitor")
+	if code != 0 || !strings.HasPrefix(out, `{"event":"cm","reason":"cm-request","cm":{"pid":10,"comm":"srv","ctx":1,"id":1,`) ||
+		strings.Contains(out, `"link"`) {
+		t.Fatalf("json: code %d out %q", code, out)
 	}
 }

@@ -4,8 +4,8 @@
 //
 //	iwarpctl [-j [-p]] OBJECT [COMMAND [ARGS]]
 //
-// The grammar follows iproute2: OBJECT is link, mr, cq, qp, monitor, decode
-// or version;
+// The grammar follows iproute2: OBJECT is link, mr, cq, qp, cm, stats,
+// monitor, decode or version;
 // show is the default command and list its alias. Errors are one line on
 // stderr: a kernel rejection (with the kernel's message) exits 1, a usage
 // error exits 2.
@@ -71,6 +71,7 @@ type client interface {
 	MRs() ([]ctl.MR, error)
 	CQs() ([]ctl.CQ, error)
 	QPs() ([]ctl.QP, error)
+	CMs() ([]ctl.CM, error)
 	Monitor(ctx context.Context, fn func(ctl.Event) error) error
 }
 
@@ -87,7 +88,8 @@ func newRoot(a *app) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: 2, err: err}
 	})
-	root.AddCommand(newLinkCmd(a), newMRCmd(a), newCQCmd(a), newQPCmd(a), newMonitorCmd(a),
+	root.AddCommand(newLinkCmd(a), newMRCmd(a), newCQCmd(a), newQPCmd(a), newCMCmd(a),
+		newStatsCmd(a), newMonitorCmd(a),
 		newVersionCmd(a), newDecodeCmd(&a.g))
 	return root
 }

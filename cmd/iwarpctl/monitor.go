@@ -18,10 +18,22 @@ import (
 func newMonitorCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "monitor",
-		Short: "Print link events until interrupted",
-		Long: `Print link events (creation, deletion, state changes) of this network
-namespace until interrupted. Text: one line per event. JSON (-j): one object
-per line with the keys event ("new" or "del"), reason and link.`,
+		Short: "Print link and connection events until interrupted",
+		Long: `Print the events of this network namespace until interrupted: links
+created, deleted or changed, and connection-manager events (a listener
+received a request; a connection was established, rejected, unreachable,
+disconnected, or went to error with a Terminate).
+
+Text: one line per event, "[new]" or "[del]" and the link, or "[cm]" and
+the listener or connection as iwarpctl cm shows it (with term-sent and
+term-rcvd when a Terminate was exchanged), then the reason. Reasons:
+created, deleted, netdev-unregister, netdev-netns-move, state-change,
+module-unload; cm-request, cm-established, cm-rejected, cm-unreachable,
+cm-disconnected, cm-error.
+
+JSON (-j): one object per line with the keys event ("new", "del" or
+"cm"), reason, and link (link events, keys as in iwarpctl link -j) or cm
+(cm events, keys as in iwarpctl cm -j).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -36,6 +48,10 @@ func (a *app) monitor(ctx context.Context) error {
 		err := c.Monitor(ctx, func(ev ctl.Event) error {
 			if a.g.JSON {
 				return a.printJSON(ev)
+			}
+			if ev.Kind == ctl.EventCM && ev.CM != nil {
+				_, err := fmt.Fprintf(a.stdout, "[cm] cm %s reason %s\n", cmString(*ev.CM), ev.Reason)
+				return err
 			}
 			_, err := fmt.Fprintf(a.stdout, "[%s] link %s reason %s\n", ev.Kind, linkString(ev.Link), ev.Reason)
 			return err

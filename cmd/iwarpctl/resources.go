@@ -100,9 +100,14 @@ func newQPCmd(a *app) *cobra.Command {
 
   iwarpctl qp [show|list]`+resourceLong+`
 
+fpdus is the number of FPDUs sent/received; iwarpctl stats shows all the
+counters.
+
 JSON (-j) prints an array of objects with the keys pid, comm, ctx, id, pd,
-send_cq, recv_cq, sq_entries, rq_entries and state ("idle", "rts",
-"closing", "terminate", "error").`,
+send_cq, recv_cq, sq_entries, rq_entries, state ("idle", "rts",
+"closing", "terminate", "error") and the counters of iwarpctl stats:
+tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors, term_sent and
+term_rcvd.`,
 		func(c client) error {
 			qps, err := c.QPs()
 			if err != nil {
@@ -116,7 +121,7 @@ send_cq, recv_cq, sq_entries, rq_entries and state ("idle", "rts",
 				t.row(append([]string{"qp", "id", u32s(q.ID)}, append(ownerFields(q.Owner),
 					"pd", u32s(q.PD), "send-cq", u32s(q.SendCQ), "recv-cq", u32s(q.RecvCQ),
 					"sq-entries", u32s(q.SQEntries), "rq-entries", u32s(q.RQEntries),
-					"state", q.State.String())...)...)
+					"state", q.State.String(), "fpdus", u64s(q.TxFPDUs)+"/"+u64s(q.RxFPDUs))...)...)
 			}
 			return t.flush()
 		})

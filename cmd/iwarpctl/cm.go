@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iwarp/iwarp/ctl"
+)
+
+func newCMCmd(a *app) *cobra.Command {
+	return newResourceCmd(a, "cm", "Show the listeners and connections",
+		`Show the listeners and connections of the connection manager.
+
+  iwarpctl cm [show|list]`+resourceLong+`
+
+Text output is a table like ss(8), one row per listener or connection:
+  ID       the object's id
+  KIND     listener, active (this side connected) or passive (accepted by a
+           listener)
+  STATE    listen, connecting, mpa-wait-request, mpa-wait-reply,
+           mpa-wait-accept, mpa-wait-rtr, established, closing, closed
+  LOCAL    local address:port
+  PEER     the peer's address:port ("*" for listeners)
+  QP       the connection's QP ("-" for listeners and requests not
+           accepted yet)
+  MPA      negotiated MPA parameters: v and the revision, then crc,
+           markers-tx (this side inserts markers), markers-rx (the peer
+           does), p2p:RTR (RFC 6581 peer-to-peer mode and its
+           ready-to-receive message), enhanced ("-" before negotiation)
+  IRD/ORD  negotiated inbound/outbound RDMA Read depths
+  PID COMM CTX  the context's owner, as for mr, cq and qp
+Unknown values from a newer module appear as numbers (kind3, state12).
+
+JSON (-j) prints an array of objects with the keys pid, comm, ctx, id,
+kind, state, qp (null if none), local_addr, local_port, peer_addr,
+peer_port (null for listeners), flags (list of "crc", "markers-tx",
+"markers-rx", "p2p", "enhanced"), mpa_rev (null before negotiation), rtr
+("write", "read", "send"; null without p2p), ird, ord, and the counters
+of iwarpctl stats: tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
+term_sent, term_rcvd.`,
+		func(c client) error {
+			cms, err := c.CMs()
+			if err != nil {
+				return err
+			}
+			if a.g.JSON {
+				return a.printJSON(cms)
+			}
+			if len(cms) == 0 {
+				return nil
+			}
+			t := newTable(a.stdout)
+			t.row("ID", "KIND", "STATE", "LOCAL", "PEER", "QP", "MPA", "IRD/ORD", "PID", "COMM", "CTX")
+			for _, m := range cms {
+				t.row(u32s(m.ID), m.Kind.String(), m.State.String(), addrPort(m.Local, "-"), addrPort(m.Peer, "*"),
+					optID(m.QP), mpaString(m), rdString(m), u32s(m.PID), m.Comm, u32s(m.Ctx))
+			}
+			return t.flush()
+		})
+}
+
+// addrPort prints ap, or none if it is invalid (absent).
+func addrPort(ap netip.AddrPort, none string) string {
+	if !ap.IsValid() {
+		return none
+	}
+	return ap.String()
+}
+
+// optID prints an id where 0 means none.
+func optID(id uint32) string {
+	if id == 0 {
+		return "-"
+	}
+	return u32s(id)
+}
+
+// mpaString is the MPA column of cm show: "v2,crc,markers-rx,p2p:read".
+func mpaString(m ctl.CM) string {
+	var parts []string
+	if m.MPARev != 0 {
+		parts = append(parts, "v"+strconv.Itoa(int(m.MPARev)))
+	}
+	for _, n := range m.Flags.Names() {
+		if n == "p2p" {
+			n += ":" + m.RTR.String()
+		}
+		parts = append(parts, n)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}
+
+// rdString is the IRD/ORD column of cm show.
+func rdString(m ctl.CM) string {
+	if m.MPARev == 0 && m.IRD == 0 && m.ORD == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", m.IRD, m.ORD)
+}
+
+// termString prints a Terminate, "-" if there was none.
+func termString(t *ctl.Terminate) string {
+	if t == nil {
+		return "-"
+	}
+	return t.String()
+}
+
+// cmString is the one-line text form of a CM used by monitor.
+func cmString(m ctl.CM) string {
+	s := fmt.Sprintf("%d kind %s state %s local %s peer %s qp %s mpa %s ird %d ord %d pid %d comm %s ctx %d",
+		m.ID, m.Kind, m.State, addrPort(m.Local, "-"), addrPort(m.Peer, "*"), optID(m.QP), mpaString(m),
+		m.IRD, m.ORD, m.PID, m.Comm, m.Ctx)
+	if m.TermSent != nil {
+		s += " term-sent " + m.TermSent.String()
+	}
+	if m.TermRcvd != nil {
+		s += " term-rcvd " + m.TermRcvd.String()
+	}
+	return s
+}
+
+// qpStats is one row of iwarpctl stats: a QP's counters with its
+// connection, if it has one. JSON keys are stable.
+type qpStats struct {
+	ctl.Owner
+	QP        uint32      `json:"qp"`
+	State     ctl.QPState `json:"state"`
+	CM        *uint32     `json:"cm"`
+	LocalAddr *netip.Addr `json:"local_addr"`
+	LocalPort *uint16     `json:"local_port"`
+	PeerAddr  *netip.Addr `json:"peer_addr"`
+	PeerPort  *uint16     `json:"peer_port"`
+	ctl.Stats
+}
+
+func splitAddrPort(ap netip.AddrPort) (*netip.Addr, *uint16) {
+	if !ap.IsValid() {
+		return nil, nil
+	}
+	a, p := ap.Addr(), ap.Port()
+	return &a, &p
+}
+
+// collectStats joins the QP dump with the connections of the CM dump by
+// QP id.
+func collectStats(qps []ctl.QP, cms []ctl.CM) []qpStats {
+	conn := map[uint32]ctl.CM{}
+	for _, m := range cms {
+		if m.QP != 0 && m.Kind != ctl.CMListener {
+			conn[m.QP] = m
+		}
+	}
+	out := make([]qpStats, 0, len(qps))
+	for _, q := range qps {
+		s := qpStats{Owner: q.Owner, QP: q.ID, State: q.State, Stats: q.Stats}
+		if m, ok := conn[q.ID]; ok {
+			id := m.ID
+			s.CM = &id
+			s.LocalAddr, s.LocalPort = splitAddrPort(m.Local)
+			s.PeerAddr, s.PeerPort = splitAddrPort(m.Peer)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func newStatsCmd(a *app) *cobra.Command {
+	show := func(c client) error {
+		qps, err := c.QPs()
+		if err != nil {
+			return err
+		}
+		cms, err := c.CMs()
+		if err != nil {
+			return err
+		}
+		rows := collectStats(qps, cms)
+		if a.g.JSON {
+			return a.printJSON(rows)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		t := newTable(a.stdout)
+		t.row("QP", "STATE", "CM", "PEER", "TX-BYTES", "RX-BYTES", "TX-FPDUS", "RX-FPDUS", "CRC-ERRORS",
+			"TERM-SENT", "TERM-RCVD", "PID", "COMM")
+		for _, r := range rows {
+			cm, peer := "-", "-"
+			if r.CM != nil {
+				cm = u32s(*r.CM)
+				if r.PeerAddr != nil {
+					peer = netip.AddrPortFrom(*r.PeerAddr, *r.PeerPort).String()
+				}
+			}
+			t.row(u32s(r.QP), r.State.String(), cm, peer, u64s(r.TxBytes), u64s(r.RxBytes),
+				u64s(r.TxFPDUs), u64s(r.RxFPDUs), u64s(r.CRCErrors), termString(r.TermSent),
+				termString(r.TermRcvd), u32s(r.PID), r.Comm)
+		}
+		return t.flush()
+	}
+	cmd := newResourceCmd(a, "stats", "Show the counters of the queue pairs and their connections",
+		`Show the counters of every queue pair and of its connection.
+
+  iwarpctl stats [show|list]`+resourceLong+`
+
+One row per QP: its state, its connection (CM id and peer, "-" if it has
+none), octets and FPDUs sent and received (octets with their MPA framing),
+FPDUs received with a bad CRC, and the Terminate sent and received, named
+after the tables of RFC 5040 §7.2 as layer/etype/ecode, for example
+"ddp/untagged-buffer/invalid-qn" or "llp/mpa/crc-error" (codes without a
+name are hex, "-" means none). The counters are the connection's: a QP has
+at most one connection.
+
+There are no per-link sums: the module's dumps do not say which link a
+connection uses, so they cannot be derived.
+
+JSON (-j) prints an array of objects with the keys pid, comm, ctx, qp,
+state, cm (null without a connection), local_addr, local_port, peer_addr,
+peer_port (null without a connection), tx_bytes, rx_bytes, tx_fpdus,
+rx_fpdus, crc_errors, term_sent and term_rcvd (null, or an object with the
+numbers layer, etype, ecode and the text name).`,
+		show)
+	return cmd
+}
+
+func u64s(v uint64) string { return strconv.FormatUint(v, 10) }
