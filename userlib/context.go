@@ -45,12 +45,17 @@ type Context struct {
 	cqs    map[*CQ]struct{}
 	qps    map[*QP]struct{}
 
+	listeners map[*Listener]struct{}
+
 	cqByID sync.Map      // uint32 → *CQ, for event dispatch
+	qpByID sync.Map      // uint32 → *QP, for DISCONNECTED and QP_ERROR
 	reader chan struct{} // holds a token while one goroutine reads events
 	evbuf  []byte        // used by the token holder only
 
-	evMu   sync.Mutex
-	events []event // events other than CQ notifications, oldest first
+	evMu    sync.Mutex
+	events  []event       // connection events waiting for a taker, oldest first
+	evWake  chan struct{} // closed (and replaced) when events or QP states change
+	evDrops int           // events dropped because the queue was full
 }
 
 // sysOps is what the context file provides besides reads: ring mappings and
@@ -94,16 +99,19 @@ func newContext(f *os.File, nl *genl.Conn, sys sysOps) (*Context, error) {
 		return nil, fmt.Errorf("iwarp: %w", err)
 	}
 	c := &Context{
-		f:      f,
-		raw:    raw,
-		nl:     nl,
-		sys:    sys,
-		pds:    map[*PD]struct{}{},
-		mrs:    map[*MR]struct{}{},
-		cqs:    map[*CQ]struct{}{},
-		qps:    map[*QP]struct{}{},
-		reader: make(chan struct{}, 1),
-		evbuf:  make([]byte, 8*netlinkproto.EventMax),
+		f:   f,
+		raw: raw,
+		nl:  nl,
+		sys: sys,
+		pds: map[*PD]struct{}{},
+		mrs: map[*MR]struct{}{},
+		cqs: map[*CQ]struct{}{},
+		qps: map[*QP]struct{}{},
+
+		listeners: map[*Listener]struct{}{},
+		reader:    make(chan struct{}, 1),
+		evbuf:     make([]byte, 8*netlinkproto.EventMax),
+		evWake:    make(chan struct{}),
 	}
 	if err := raw.Control(func(fd uintptr) { c.fd = int(fd) }); err != nil {
 		return nil, fmt.Errorf("iwarp: %w", err)
@@ -129,6 +137,11 @@ func (c *Context) Close() error {
 	for qp := range c.qps {
 		qp.release()
 	}
+	for l := range c.listeners {
+		l.closed = true
+		l.dead.Store(true)
+	}
+	clear(c.listeners)
 	for cq := range c.cqs {
 		cq.release()
 	}
@@ -142,6 +155,7 @@ func (c *Context) Close() error {
 	clear(c.cqs)
 	clear(c.mrs)
 	clear(c.pds)
+	c.wake() // event waiters see the context closed
 	err := c.f.Close()
 	if nerr := c.nl.Close(); err == nil {
 		err = nerr
@@ -233,9 +247,6 @@ type event struct {
 	PeerAddr [28]byte
 	PData    []byte
 }
-
-// maxQueuedEvents bounds the events kept for the connection API.
-const maxQueuedEvents = 4096
 
 // waitCQ blocks until an IWARP_EVENT_CQ for cq has been read, ctx is done or
 // the context is closed. One goroutine at a time reads the file and hands
@@ -339,18 +350,7 @@ func (c *Context) dispatch(b []byte) error {
 			ev.PData = append([]byte(nil), b[netlinkproto.EventSize:netlinkproto.EventSize+pl]...)
 		}
 		b = b[l:]
-		if ev.Type == netlinkproto.EventCQ {
-			if v, ok := c.cqByID.Load(uint32(ev.ID)); ok {
-				v.(*CQ).signal()
-			}
-			continue
-		}
-		c.evMu.Lock()
-		if len(c.events) >= maxQueuedEvents {
-			c.events = c.events[1:]
-		}
-		c.events = append(c.events, ev)
-		c.evMu.Unlock()
+		c.deliver(ev)
 	}
 	return nil
 }

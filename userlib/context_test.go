@@ -46,7 +46,8 @@ type fakeKernel struct {
 
 type fakeRequest struct {
 	cmd   uint8
-	attrs map[uint16]uint64
+	attrs map[uint16]uint64 // attributes of 1, 2, 4 or 8 octets as numbers
+	raw   map[uint16][]byte // every attribute's payload
 }
 
 var fakeFamily = genetlink.Family{ID: 0x21, Version: netlinkproto.FamilyVersion, Name: netlinkproto.FamilyName}
@@ -81,15 +82,26 @@ func (fk *fakeKernel) serve(greq genetlink.Message, _ netlink.Message) ([]genetl
 		return nil, err
 	}
 	attrs := map[uint16]uint64{}
+	raw := map[uint16][]byte{}
 	for ad.Next() {
-		if len(ad.Bytes()) == 8 {
+		b := ad.Bytes()
+		raw[ad.Type()] = append([]byte(nil), b...)
+		switch len(b) {
+		case 8:
 			attrs[ad.Type()] = ad.Uint64()
-		} else {
+		case 4:
 			attrs[ad.Type()] = uint64(ad.Uint32())
+		case 2:
+			attrs[ad.Type()] = uint64(ad.Uint16())
+		case 1:
+			attrs[ad.Type()] = uint64(ad.Uint8())
 		}
 	}
+	if err := ad.Err(); err != nil {
+		fk.t.Errorf("request attributes: %v", err)
+	}
 	cmd := greq.Header.Command
-	fk.requests = append(fk.requests, fakeRequest{cmd, attrs})
+	fk.requests = append(fk.requests, fakeRequest{cmd, attrs, raw})
 	if attrs[netlinkproto.AttrCtxFD] != uint64(fk.fd) {
 		fk.t.Errorf("command %d names context fd %d, want %d", cmd, attrs[netlinkproto.AttrCtxFD], fk.fd)
 		return nil, genltest.Error(int(syscall.EBADF))
@@ -128,6 +140,14 @@ func (fk *fakeKernel) serve(greq genetlink.Message, _ netlink.Message) ([]genetl
 		ae.Uint64(netlinkproto.AttrMmapSize, uint64(len(sq.mem)))
 		ae.Uint64(netlinkproto.AttrRQMmapOffset, uint64(rqOff))
 		ae.Uint64(netlinkproto.AttrRQMmapSize, uint64(len(rq.mem)))
+	case netlinkproto.CmdListen:
+		port := uint16(attrs[netlinkproto.AttrCMPort])
+		if port == 0 {
+			port = 40000 + uint16(id)
+		}
+		ae.Uint32(netlinkproto.AttrCMID, id)
+		ae.Bytes(netlinkproto.AttrCMAddr, raw[netlinkproto.AttrCMAddr])
+		ae.Uint16(netlinkproto.AttrCMPort, port)
 	}
 	b, err := ae.Encode()
 	if err != nil {

@@ -4,6 +4,7 @@ package userlib
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/iwarp/iwarp/internal/genl"
 )
@@ -42,3 +43,48 @@ var (
 	ErrTerminated      = errors.New("iwarp: connection terminated")    // StatusTerminated
 	ErrGeneral         = errors.New("iwarp: general completion error") // StatusGeneralErr and unknown statuses
 )
+
+// Connection errors (see QP.Dial, ConnRequest.Accept and QP.Err).
+var (
+	// ErrRejected is matched by a *RejectedError: the peer rejected the
+	// connection.
+	ErrRejected = errors.New("iwarp: connection rejected")
+
+	// ErrUnreachable is matched by an *UnreachableError: TCP setup or the
+	// MPA exchange failed; the error also matches the errno
+	// (syscall.ECONNREFUSED, syscall.ETIMEDOUT, syscall.EPROTO…).
+	ErrUnreachable = errors.New("iwarp: peer unreachable")
+
+	// ErrDisconnected says the connection closed (this side's Disconnect
+	// or the peer's close).
+	ErrDisconnected = errors.New("iwarp: disconnected")
+)
+
+// RejectedError is a rejection by the peer, with the private data of its
+// MPA Reply. It matches ErrRejected.
+type RejectedError struct {
+	PrivateData []byte
+}
+
+func (e *RejectedError) Error() string {
+	if len(e.PrivateData) == 0 {
+		return ErrRejected.Error()
+	}
+	return fmt.Sprintf("%v (%d octets of private data)", ErrRejected, len(e.PrivateData))
+}
+
+// Unwrap returns ErrRejected.
+func (e *RejectedError) Unwrap() error { return ErrRejected }
+
+// UnreachableError is a connection attempt that failed before the MPA Reply
+// arrived. It matches ErrUnreachable and Err, the errno the kernel reported.
+type UnreachableError struct {
+	Err error // a syscall.Errno
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("%v: %v", ErrUnreachable, e.Err)
+}
+
+// Unwrap returns ErrUnreachable and the errno.
+func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/iwarp/iwarp/userlib"
@@ -124,4 +126,68 @@ func ExampleAlloc() {
 	}
 	defer buf.Free()
 	copy(buf.Bytes(), "payload")
+}
+
+// A server: listen, take one connection request, accept it on a QP whose
+// receives are posted, and exchange messages once it is established.
+func ExampleListener_Accept() {
+	var (
+		c  *userlib.Context
+		qp *userlib.QP // created as in ExampleOpen, receives posted
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := c.Listen(netip.MustParseAddrPort("0.0.0.0:18515"), 0)
+	if err != nil {
+		log.Fatal(err) // e.g. "listen: ... (address already in use)"
+	}
+	defer l.Close()
+	req, err := l.Accept(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if string(req.PrivateData) != "hello" {
+		req.Reject([]byte("unknown client"))
+		return
+	}
+	if err := req.Accept(ctx, qp, &userlib.ConnParams{PrivateData: []byte("welcome")}); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("connected to", req.Peer)
+	// ... PostSend, PostRecv, Poll ...
+	if err := qp.Disconnect(false); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// A client: connect a QP, asking for CRC, and tell the possible outcomes
+// apart.
+func ExampleQP_Dial() {
+	var qp *userlib.QP // created as in ExampleOpen, receives posted
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	reply, err := qp.Dial(ctx, netip.MustParseAddrPort("192.0.2.1:18515"), &userlib.ConnParams{
+		PrivateData: []byte("hello"),
+		Timeout:     5 * time.Second,
+		MPA:         &userlib.MPAParams{Rev: 2, CRC: true},
+	})
+	var rejected *userlib.RejectedError
+	switch {
+	case errors.As(err, &rejected):
+		log.Fatalf("rejected: %q", rejected.PrivateData)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		log.Fatal("nobody listens there")
+	case errors.Is(err, userlib.ErrUnreachable):
+		log.Fatal(err) // timeout, MPA failure...
+	case err != nil:
+		log.Fatal(err)
+	}
+	fmt.Printf("connected, the server said %q\n", reply)
+	// Later, after work completed with errors:
+	if err := qp.Err(); err != nil {
+		var te *userlib.TerminateError
+		if errors.As(err, &te) {
+			log.Printf("terminated by layer %d", te.Layer)
+		}
+	}
 }

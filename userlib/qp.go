@@ -121,6 +121,7 @@ type QP struct {
 
 	dead   atomic.Bool // closed: the rings are unmapped
 	closed bool        // guarded by ctx.mu
+	cmErr  error       // DISCONNECTED or QP_ERROR seen; guarded by ctx.evMu
 }
 
 // CreateQP creates a queue pair in pd whose completions go to sendCQ and
@@ -201,6 +202,7 @@ func (c *Context) CreateQP(pd *PD, sendCQ, recvCQ *CQ, cfg QPConfig) (*QP, error
 		return nil, err
 	}
 	c.qps[qp] = struct{}{}
+	c.qpByID.Store(id, qp)
 	return qp, nil
 }
 
@@ -381,6 +383,15 @@ func (qp *QP) release() {
 	qp.sqMem, qp.rqMem = nil, nil
 	qp.rqMu.Unlock()
 	qp.sqMu.Unlock()
+	qp.ctx.qpByID.Delete(qp.id)
+	// Connection events nobody took any more; waiters see the QP closed.
+	qp.ctx.purge(func(ev *event) bool {
+		switch ev.Type {
+		case netlinkproto.EventEstablished, netlinkproto.EventRejected, netlinkproto.EventUnreachable:
+			return ev.ID == uint64(qp.id)
+		}
+		return false
+	})
 }
 
 // Close destroys the QP, aborting its connection if it has one, and unmaps

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// testType is the operation a run measures.
+type testType uint8
+
+const (
+	testWrite testType = iota
+	testRead
+	testSend
+)
+
+var testNames = [...]string{testWrite: "write", testRead: "read", testSend: "send"}
+
+func (t testType) String() string {
+	if int(t) < len(testNames) {
+		return testNames[t]
+	}
+	return fmt.Sprintf("test%d", uint8(t))
+}
+
+func parseTest(s string) (testType, error) {
+	for i, n := range testNames {
+		if s == n {
+			return testType(i), nil
+		}
+	}
+	return 0, fmt.Errorf("-t %q: must be write, read or send", s)
+}
+
+// Limits of the command line.
+const (
+	defaultPort  = 18515
+	maxSize      = 1 << 30 // octets per message
+	maxQPs       = 64
+	maxIters     = math.MaxInt32
+	defaultSize  = 65536
+	defaultIters = 1000
+)
+
+// config is one run, as the command line (client) or the client's request
+// (server) describes it.
+type config struct {
+	server  bool
+	host    string        // client: the server's address or name
+	bind    netip.Addr    // server: address to listen on
+	port    uint16        // the server's port
+	test    testType      // write, read or send
+	lat     bool          // ping-pong latency instead of bandwidth
+	size    int           // octets per message
+	iters   int           // messages per connection
+	qps     int           // connections in parallel
+	crc     *bool         // client: MPA CRC override (nil: the link's)
+	markers *bool         // client: MPA markers override
+	verify  bool          // check every octet
+	json    bool          // one JSON object on stdout
+	timeout time.Duration // whole run; 0: none
+}
+
+// mode is the name of the run, as perftest names its tools: write_bw,
+// read_lat...
+func (c *config) mode() string {
+	if c.lat {
+		return c.test.String() + "_lat"
+	}
+	return c.test.String() + "_bw"
+}
+
+// rawFlags are the flags as given, before validation.
+type rawFlags struct {
+	port    int
+	test    string
+	lat     bool
+	size    string
+	iters   int
+	qps     int
+	crc     string
+	markers string
+	verify  bool
+	json    bool
+	bind    string
+	timeout time.Duration
+}
+
+// parseSize reads a size in octets with an optional K or M (binary)
+// suffix: 4096, 64K, 1M.
+func parseSize(s string) (int, error) {
+	mult := 1
+	t := strings.TrimSpace(s)
+	switch {
+	case strings.HasSuffix(t, "K") || strings.HasSuffix(t, "k"):
+		mult, t = 1<<10, t[:len(t)-1]
+	case strings.HasSuffix(t, "M") || strings.HasSuffix(t, "m"):
+		mult, t = 1<<20, t[:len(t)-1]
+	}
+	n, err := strconv.ParseUint(t, 10, 32)
+	if err != nil || t == "" {
+		return 0, fmt.Errorf("-s %q: not a size (octets, with an optional K or M suffix)", s)
+	}
+	if n*uint64(mult) > maxSize {
+		return 0, fmt.Errorf("-s %q: at most %d octets (1G)", s, maxSize)
+	}
+	return int(n) * mult, nil
+}
+
+// parseOnOff reads on|off; "" is unset.
+func parseOnOff(name, s string) (*bool, error) {
+	var v bool
+	switch strings.ToLower(s) {
+	case "":
+		return nil, nil
+	case "on", "yes", "true", "1":
+		v = true
+	case "off", "no", "false", "0":
+	default:
+		return nil, fmt.Errorf("--%s %q: must be on or off", name, s)
+	}
+	return &v, nil
+}
+
+// buildConfig validates the flags and the arguments (at most one address)
+// into a config. Its errors are usage errors.
+func buildConfig(f *rawFlags, args []string) (*config, error) {
+	c := &config{lat: f.lat, iters: f.iters, qps: f.qps, verify: f.verify, json: f.json, timeout: f.timeout}
+	if len(args) > 1 {
+		return nil, fmt.Errorf("at most one address, got %d arguments", len(args))
+	}
+	c.server = len(args) == 0
+	if !c.server {
+		c.host = args[0]
+		if c.host == "" {
+			return nil, fmt.Errorf("empty address")
+		}
+	}
+	if f.port < 1 || f.port > 65535 {
+		return nil, fmt.Errorf("-p %d: must be 1 to 65535", f.port)
+	}
+	c.port = uint16(f.port)
+	var err error
+	if c.test, err = parseTest(f.test); err != nil {
+		return nil, err
+	}
+	if c.size, err = parseSize(f.size); err != nil {
+		return nil, err
+	}
+	if c.iters < 1 || c.iters > maxIters {
+		return nil, fmt.Errorf("-n %d: must be 1 to %d", c.iters, maxIters)
+	}
+	if c.qps < 1 || c.qps > maxQPs {
+		return nil, fmt.Errorf("-q %d: must be 1 to %d", c.qps, maxQPs)
+	}
+	if c.lat && c.test == testWrite && c.size < 1 {
+		return nil, fmt.Errorf("write latency polls the last octet of the buffer: -s must be at least 1")
+	}
+	if c.timeout < 0 {
+		return nil, fmt.Errorf("--timeout %v: must not be negative", c.timeout)
+	}
+	if c.crc, err = parseOnOff("crc", f.crc); err != nil {
+		return nil, err
+	}
+	if c.markers, err = parseOnOff("markers", f.markers); err != nil {
+		return nil, err
+	}
+	if c.server {
+		if c.crc != nil || c.markers != nil {
+			return nil, fmt.Errorf("--crc and --markers are client options: the server follows its link's MPA policy")
+		}
+		if c.bind, err = netip.ParseAddr(f.bind); err != nil {
+			return nil, fmt.Errorf("-B %q: not an IP address", f.bind)
+		}
+	} else if f.bind != "" && f.bind != defaultBind {
+		return nil, fmt.Errorf("-B is a server option")
+	}
+	return c, nil
+}
+
+// defaultBind is the server's default listen address: every IPv4 address
+// (-B :: listens on IPv6).
+const defaultBind = "0.0.0.0"

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build linux
+
+// Command iwarp-perf measures iwarp bandwidth and latency, in the manner of
+// perftest's ib_write_bw, ib_read_lat and their siblings.
+//
+//	iwarp-perf [flags]        server: serve one run, then exit
+//	iwarp-perf [flags] ADDR   client: connect to the server at ADDR
+//
+// The client chooses the test (-t write|read|send, --lat, -s, -n, -q,
+// --verify) and tells the server in the private data of its MPA Requests;
+// the server answers with its buffer in the Reply. There is no side
+// channel. The server listens on -B (default 0.0.0.0; use -B :: for IPv6)
+// port -p, serves the -q connections of the first client and exits. Both
+// print one line (or, with -j, one JSON object) on stdout; the server's
+// progress goes to stderr. Usage errors exit 2, runtime errors 1 (also a
+// failed --verify).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code out of the command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return &exitError{code: 2, err: err} }
+
+// newCommand builds the command; run does the work once flags are valid.
+func newCommand(stdout, stderr io.Writer, run func(context.Context, *config) error) *cobra.Command {
+	var f rawFlags
+	cmd := &cobra.Command{
+		Use:   "iwarp-perf [flags] [ADDR]",
+		Short: "Measure iwarp RDMA bandwidth and latency (server without ADDR, client with)",
+		Long: `Measure iwarp RDMA bandwidth and latency.
+
+Without ADDR iwarp-perf is the server: it listens, serves one run (all the
+connections of one client) and exits. With ADDR it is the client and
+chooses the test. Sizes take a K or M suffix (binary). --crc and --markers
+make the client ask for those MPA settings (revision 2; an option not
+given is off); without either the link's defaults apply.`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := buildConfig(&f, args)
+			if err != nil {
+				return usageErr(err)
+			}
+			return run(cmd.Context(), cfg)
+		},
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.IntVarP(&f.port, "port", "p", defaultPort, "TCP port of the server")
+	fl.StringVarP(&f.test, "test", "t", "write", "operation: write, read or send")
+	fl.BoolVar(&f.lat, "lat", false, "measure ping-pong latency instead of bandwidth")
+	fl.StringVarP(&f.size, "size", "s", "65536", "message size in octets (K, M suffixes)")
+	fl.IntVarP(&f.iters, "iterations", "n", defaultIters, "messages per connection")
+	fl.IntVarP(&f.qps, "qps", "q", 1, "connections in parallel (bandwidth is summed)")
+	fl.StringVar(&f.crc, "crc", "", "client: ask for MPA CRC32c, on or off")
+	fl.StringVar(&f.markers, "markers", "", "client: ask for MPA markers, on or off")
+	fl.BoolVar(&f.verify, "verify", false, "check every octet transferred")
+	fl.BoolVarP(&f.json, "json", "j", false, "print one JSON object")
+	fl.StringVarP(&f.bind, "bind", "B", defaultBind, "server: address to listen on")
+	fl.DurationVar(&f.timeout, "timeout", 0, "limit for the whole run, e.g. 30s (0: none)")
+	return cmd
+}
+
+// run executes a valid configuration and prints its result.
+func run(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
+	if cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
+	}
+	var res *result
+	var err error
+	if cfg.server {
+		logw := stderr
+		if cfg.json {
+			logw = io.Discard
+		}
+		res, err = runServer(ctx, cfg, logw)
+	} else {
+		res, err = runClient(ctx, cfg)
+	}
+	if res != nil {
+		if perr := res.print(stdout, cfg.json); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) && cfg.timeout > 0 {
+		err = fmt.Errorf("%w (--timeout %v)", err, cfg.timeout)
+	}
+	return err
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := newCommand(os.Stdout, os.Stderr, func(ctx context.Context, cfg *config) error {
+		return run(ctx, cfg, os.Stdout, os.Stderr)
+	})
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	fmt.Fprintf(os.Stderr, "iwarp-perf: %v\n", err)
+	if code == 2 {
+		fmt.Fprintln(os.Stderr, "Run 'iwarp-perf --help' for usage.")
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build linux
+
+package userlib
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mdlayher/netlink"
+
+	"github.com/iwarp/iwarp/netlinkproto"
+)
+
+// Limits of connection parameters.
+const (
+	MaxPrivateData = 512              // octets of MPA private data
+	MaxIRDORD      = 16383            // IRD and ORD: the RFC 6581 14-bit field
+	MaxBacklog     = 1024             // Listen backlog
+	MaxTimeout     = 10 * time.Minute // ConnParams.Timeout
+)
+
+// RTR is the ready-to-receive message of RFC 6581 peer-to-peer mode.
+type RTR uint8
+
+// Ready-to-receive messages.
+const (
+	RTRWrite = RTR(netlinkproto.RTRWrite) // a zero-length RDMA Write
+	RTRRead  = RTR(netlinkproto.RTRRead)  // a zero-length RDMA Read
+	RTRSend  = RTR(netlinkproto.RTRSend)  // a zero-length Send
+)
+
+// MPAParams are the MPA parameters a Dial asks for, replacing those of the
+// link the route leaves through (iwarpctl link set).
+type MPAParams struct {
+	Rev     int  // MPA revision, 1 or 2; 0 means 2
+	CRC     bool // ask for CRC32c
+	Markers bool // ask for markers in the stream this side receives
+	P2P     bool // RFC 6581 peer-to-peer mode (revision 2 only)
+	RTR     RTR  // the ready-to-receive message of P2P mode
+}
+
+// ConnParams are the optional parameters of QP.Dial and ConnRequest.Accept;
+// a nil *ConnParams is the zero value.
+type ConnParams struct {
+	// PrivateData goes in the MPA Request (Dial) or Reply (Accept); at
+	// most MaxPrivateData octets.
+	PrivateData []byte
+	// Timeout bounds TCP setup plus the MPA Reply (Dial only); 0 is the
+	// kernel's default (10 s). It is sent in whole milliseconds.
+	Timeout time.Duration
+	// MPA replaces the link's MPA defaults for this connection (Dial
+	// only); nil keeps them.
+	MPA *MPAParams
+	// IRD and ORD (inbound and outbound RDMA Read queue depths, 1 to
+	// MaxIRDORD) replace the link's; 0 keeps them.
+	IRD, ORD int
+}
+
+// validate checks p before anything is sent; active says Dial.
+func (p *ConnParams) validate(op string, active bool) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %s: %w", op, fmt.Sprintf(format, args...), syscall.EINVAL)
+	}
+	if len(p.PrivateData) > MaxPrivateData {
+		return bad("%d octets of private data, at most %d", len(p.PrivateData), MaxPrivateData)
+	}
+	if p.IRD < 0 || p.IRD > MaxIRDORD || p.ORD < 0 || p.ORD > MaxIRDORD {
+		return bad("IRD %d, ORD %d: must be 1 to %d (0 keeps the link's)", p.IRD, p.ORD, MaxIRDORD)
+	}
+	if !active {
+		if p.Timeout != 0 || p.MPA != nil {
+			return bad("Timeout and MPA apply to Dial only")
+		}
+		return nil
+	}
+	if p.Timeout < 0 || p.Timeout > MaxTimeout {
+		return bad("timeout %v: must be 0 to %v", p.Timeout, MaxTimeout)
+	}
+	if m := p.MPA; m != nil {
+		switch {
+		case m.Rev != 0 && m.Rev != 1 && m.Rev != 2:
+			return bad("MPA revision %d: must be 1 or 2", m.Rev)
+		case m.RTR > RTRSend:
+			return bad("unknown RTR %d", m.RTR)
+		case m.Rev == 1 && m.P2P:
+			return bad("peer-to-peer mode needs MPA revision 2")
+		}
+	}
+	return nil
+}
+
+// encode adds the parameters' attributes to a CONNECT (active) or ACCEPT.
+func (p *ConnParams) encode(ae *netlink.AttributeEncoder, active bool) {
+	if len(p.PrivateData) > 0 {
+		ae.Bytes(netlinkproto.AttrCMPData, p.PrivateData)
+	}
+	if active && p.Timeout > 0 {
+		ms := (p.Timeout + time.Millisecond - 1) / time.Millisecond
+		ae.Uint32(netlinkproto.AttrCMTimeout, uint32(ms))
+	}
+	if m := p.MPA; active && m != nil {
+		var flags uint32
+		if m.CRC {
+			flags |= netlinkproto.LinkFCRC
+		}
+		if m.Markers {
+			flags |= netlinkproto.LinkFMarkers
+		}
+		if m.P2P {
+			flags |= netlinkproto.LinkFP2P
+		}
+		rev := m.Rev
+		if rev == 0 {
+			rev = 2
+		}
+		ae.Uint32(netlinkproto.AttrLinkFlags, flags)
+		ae.Uint8(netlinkproto.AttrLinkMPARev, uint8(rev))
+		ae.Uint8(netlinkproto.AttrLinkRTR, uint8(m.RTR))
+	}
+	if p.IRD > 0 {
+		ae.Uint32(netlinkproto.AttrLinkIRD, uint32(p.IRD))
+	}
+	if p.ORD > 0 {
+		ae.Uint32(netlinkproto.AttrLinkORD, uint32(p.ORD))
+	}
+}
+
+// checkAddr validates an address to listen on (listen) or connect to.
+func checkAddr(op string, ap netip.AddrPort, listen bool) (netip.Addr, error) {
+	a := ap.Addr()
+	switch {
+	case !a.IsValid():
+		return a, fmt.Errorf("%s: no address: %w", op, syscall.EINVAL)
+	case a.Zone() != "":
+		return a, fmt.Errorf("%s: %v: IPv6 zones are not supported: %w", op, ap, syscall.EINVAL)
+	case !listen && ap.Port() == 0:
+		return a, fmt.Errorf("%s: %v: port 0: %w", op, ap, syscall.EINVAL)
+	case !listen && a.IsUnspecified():
+		return a, fmt.Errorf("%s: %v: unspecified address: %w", op, ap, syscall.EINVAL)
+	}
+	return a.Unmap(), nil
+}
+
+// Listener receives connection requests on a TCP address.
+type Listener struct {
+	ctx    *Context
+	id     uint32
+	addr   netip.AddrPort
+	dead   atomic.Bool
+	closed bool // guarded by ctx.mu
+}
+
+// Listen listens for iWARP connections on addr (the unspecified address
+// listens on all; port 0 picks a free port, see Addr). backlog 0 keeps the
+// kernel's default (128), else it must be 1 to MaxBacklog. Each MPA Request
+// that arrives becomes a ConnRequest for Accept.
+func (c *Context) Listen(addr netip.AddrPort, backlog int) (*Listener, error) {
+	const op = "listen"
+	a, err := checkAddr(op, addr, true)
+	if err != nil {
+		return nil, err
+	}
+	if backlog < 0 || backlog > MaxBacklog {
+		return nil, fmt.Errorf("%s: backlog %d: must be 1 to %d (0: default): %w", op, backlog, MaxBacklog, syscall.EINVAL)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	msgs, err := c.request(op, netlinkproto.CmdListen, 0, func(ae *netlink.AttributeEncoder) {
+		ae.Bytes(netlinkproto.AttrCMAddr, a.AsSlice())
+		ae.Uint16(netlinkproto.AttrCMPort, addr.Port())
+		if backlog > 0 {
+			ae.Uint32(netlinkproto.AttrCMBacklog, uint32(backlog))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &Listener{ctx: c}
+	bound, port := a, addr.Port()
+	seen := false
+	err = parseReply(op, msgs, func(ad *netlink.AttributeDecoder) {
+		switch ad.Type() {
+		case netlinkproto.AttrCMID:
+			l.id, seen = ad.Uint32(), true
+		case netlinkproto.AttrCMAddr:
+			if ba, ok := netip.AddrFromSlice(ad.Bytes()); ok {
+				bound = ba
+			}
+		case netlinkproto.AttrCMPort:
+			port = ad.Uint16()
+		}
+	})
+	if err == nil && !seen {
+		err = missing(op, netlinkproto.AttrCMID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.addr = netip.AddrPortFrom(bound, port)
+	c.listeners[l] = struct{}{}
+	return l, nil
+}
+
+// Addr returns the address the listener is bound to, with the port the
+// kernel picked if Listen asked for port 0.
+func (l *Listener) Addr() netip.AddrPort { return l.addr }
+
+// ID returns the listener's connection-manager id (iwarpctl shows it).
+func (l *Listener) ID() uint32 { return l.id }
+
+// Accept returns the next connection request, waiting for one until ctx is
+// done (ctx.Err()) or the listener or its context is closed (ErrClosed).
+// The request must then be accepted or rejected.
+func (l *Listener) Accept(ctx context.Context) (*ConnRequest, error) {
+	c := l.ctx
+	ev, err := c.waitEvent(ctx, func(ev *event) bool {
+		return ev.Type == netlinkproto.EventConnectRequest && ev.ID == uint64(l.id)
+	}, func() error {
+		if l.dead.Load() {
+			return ErrClosed
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("accept: %w", err)
+	}
+	return &ConnRequest{
+		Peer:        peerAddr(ev.PeerAddr[:]),
+		PrivateData: ev.PData,
+		l:           l,
+		conn:        uint32(ev.Conn),
+	}, nil
+}
+
+// Close stops listening; the kernel rejects the requests not yet accepted.
+// An Accept in progress returns ErrClosed. Close is idempotent.
+func (l *Listener) Close() error {
+	c := l.ctx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	if _, err := c.request("listen close", netlinkproto.CmdListenClose, netlink.Acknowledge, func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(netlinkproto.AttrCMID, l.id)
+	}); err != nil {
+		return err
+	}
+	l.closed = true
+	l.dead.Store(true)
+	delete(c.listeners, l)
+	c.purge(func(ev *event) bool {
+		return ev.Type == netlinkproto.EventConnectRequest && ev.ID == uint64(l.id)
+	})
+	return nil
+}
+
+// peerAddr decodes the struct sockaddr_in or sockaddr_in6 of an event.
+func peerAddr(b []byte) netip.AddrPort {
+	port := binary.BigEndian.Uint16(b[2:])
+	switch binary.NativeEndian.Uint16(b[0:]) {
+	case syscall.AF_INET:
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port)
+	case syscall.AF_INET6:
+		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), port)
+	}
+	return netip.AddrPort{}
+}
+
+// ConnRequest is an MPA Request a Listener received, waiting for Accept or
+// Reject.
+type ConnRequest struct {
+	Peer        netip.AddrPort // the peer's address and TCP port
+	PrivateData []byte         // the private data of the peer's MPA Request
+
+	l        *Listener
+	conn     uint32
+	answered atomic.Bool
+}
+
+// answer marks the request answered; only the first Accept or Reject goes.
+func (r *ConnRequest) answer(op string) error {
+	if !r.answered.CompareAndSwap(false, true) {
+		return fmt.Errorf("%s: request already answered: %w", op, ErrClosed)
+	}
+	return nil
+}
+
+// Accept accepts the request on qp, an idle QP of the listener's context,
+// sending p.PrivateData in the MPA Reply (p may be nil), and waits until the
+// connection is established (in peer-to-peer mode, once the peer's
+// ready-to-receive message arrived). Post receives before Accept: the peer
+// may send as soon as it has the Reply. If ctx is done first the connection
+// stays as it is; close the QP to abandon it.
+func (r *ConnRequest) Accept(ctx context.Context, qp *QP, p *ConnParams) error {
+	const op = "accept"
+	if p == nil {
+		p = &ConnParams{}
+	}
+	if err := p.validate(op, false); err != nil {
+		return err
+	}
+	c := r.l.ctx
+	if qp == nil || qp.ctx != c {
+		return fmt.Errorf("%s: nil QP or QP of another context: %w", op, syscall.EINVAL)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := r.answer(op); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	_, err := c.request(op, netlinkproto.CmdAccept, netlink.Acknowledge, func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(netlinkproto.AttrCMConn, r.conn)
+		ae.Uint32(netlinkproto.AttrQPID, qp.id)
+		p.encode(ae, false)
+	})
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	_, err = qp.awaitConnection(ctx, op)
+	return err
+}
+
+// Reject rejects the request with an MPA Reply carrying privateData (at
+// most MaxPrivateData octets; may be nil) and closes its connection.
+func (r *ConnRequest) Reject(privateData []byte) error {
+	const op = "reject"
+	if len(privateData) > MaxPrivateData {
+		return fmt.Errorf("%s: %d octets of private data, at most %d: %w", op, len(privateData), MaxPrivateData, syscall.EINVAL)
+	}
+	if err := r.answer(op); err != nil {
+		return err
+	}
+	c := r.l.ctx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.request(op, netlinkproto.CmdReject, netlink.Acknowledge, func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(netlinkproto.AttrCMConn, r.conn)
+		if len(privateData) > 0 {
+			ae.Bytes(netlinkproto.AttrCMPData, privateData)
+		}
+	})
+	return err
+}
+
+// Dial connects the QP (idle, never connected) to a listener at addr with
+// the MPA Request carrying p.PrivateData (p may be nil) and waits for the
+// outcome. It returns the private data of the peer's MPA Reply once the
+// connection is established; a *RejectedError (errors.Is ErrRejected) with
+// the Reply's private data when the peer rejected it; an *UnreachableError
+// (errors.Is ErrUnreachable and the errno, e.g. syscall.ECONNREFUSED,
+// syscall.ETIMEDOUT, syscall.EPROTO for an MPA failure) when it failed. If
+// ctx is done first Dial returns ctx.Err() and the attempt goes on in the
+// kernel; close the QP to abandon it.
+func (qp *QP) Dial(ctx context.Context, addr netip.AddrPort, p *ConnParams) ([]byte, error) {
+	const op = "connect"
+	if p == nil {
+		p = &ConnParams{}
+	}
+	a, err := checkAddr(op, addr, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.validate(op, true); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	c := qp.ctx
+	c.mu.Lock()
+	if qp.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	_, err = c.request(op, netlinkproto.CmdConnect, netlink.Acknowledge, func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(netlinkproto.AttrQPID, qp.id)
+		ae.Bytes(netlinkproto.AttrCMAddr, a.AsSlice())
+		ae.Uint16(netlinkproto.AttrCMPort, addr.Port())
+		p.encode(ae, true)
+	})
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return qp.awaitConnection(ctx, op)
+}
+
+// awaitConnection waits for the ESTABLISHED, REJECTED or UNREACHABLE event
+// of the QP, or for it to fail otherwise.
+func (qp *QP) awaitConnection(ctx context.Context, op string) ([]byte, error) {
+	c := qp.ctx
+	ev, err := c.waitEvent(ctx, func(ev *event) bool {
+		if ev.ID != uint64(qp.id) {
+			return false
+		}
+		switch ev.Type {
+		case netlinkproto.EventEstablished, netlinkproto.EventRejected, netlinkproto.EventUnreachable:
+			return true
+		}
+		return false
+	}, func() error {
+		if qp.dead.Load() {
+			return ErrClosed
+		}
+		return qp.cmErr
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	switch ev.Type {
+	case netlinkproto.EventRejected:
+		return nil, &RejectedError{PrivateData: ev.PData}
+	case netlinkproto.EventUnreachable:
+		errno := syscall.ECONNABORTED
+		if ev.Status < 0 {
+			errno = syscall.Errno(-ev.Status)
+		}
+		return nil, &UnreachableError{Err: errno}
+	}
+	return ev.PData, nil
+}
+
+// Disconnect closes the QP's connection: gracefully (work already posted
+// completes or is flushed, then TCP closes) or, with abort, at once with a
+// TCP reset. The QP goes to error; Err reports ErrDisconnected once the
+// kernel's DISCONNECTED event has been read. A QP without a connection gets
+// syscall.ENOTCONN.
+func (qp *QP) Disconnect(abort bool) error {
+	c := qp.ctx
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if qp.closed {
+		return fmt.Errorf("disconnect: %w", ErrClosed)
+	}
+	_, err := c.request("disconnect", netlinkproto.CmdDisconnect, netlink.Acknowledge, func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(netlinkproto.AttrQPID, qp.id)
+		if abort {
+			ae.Uint8(netlinkproto.AttrCMAbort, 1)
+		}
+	})
+	return err
+}
+
+// Err returns nil while the QP's connection (if any) is healthy, else why it
+// ended: a *TerminateError (errors.Is ErrTerminated) for a Terminate sent or
+// received (Sent is not known from the event and stays false), or
+// ErrDisconnected. It first reads the events already pending if no other
+// goroutine is reading the context's events (one non-blocking read()).
+func (qp *QP) Err() error {
+	c := qp.ctx
+	if err := c.readPending(); err != nil && qp.dead.Load() {
+		return ErrClosed
+	}
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	return qp.cmErr
+}
