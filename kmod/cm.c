@@ -170,17 +170,30 @@ void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 		memcpy(ev.peer_addr, &conn->peer, sizeof(struct sockaddr_in));
 	if (iwarp_ctx_queue_event(conn->ctx, &ev, pdata, GFP_ATOMIC))
 		pr_debug("cm %u: event %u not queued\n", conn->id, type);
+	else
+		pr_debug("cm %u: event %u status %d\n", conn->id, type, status);
 	iwarp_nl_notify_cm(conn, reason);
 }
 
 /* ---------------------------------------------------------- socket hooks */
+
+/*
+ * The connection of a hooked socket. A listener's pointer carries
+ * SK_USER_DATA_NOCOPY, so the sockets TCP clones from it for incoming
+ * connections start with none (and ignore their callbacks) until the
+ * accept loop gives them the default callbacks back.
+ */
+static struct iwarp_conn *iwarp_sk_conn(const struct sock *sk)
+{
+	return (struct iwarp_conn *)((uintptr_t)sk->sk_user_data & SK_USER_DATA_PTRMASK);
+}
 
 static void iwarp_sk_data_ready(struct sock *sk)
 {
 	struct iwarp_conn *conn;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	conn = sk->sk_user_data;
+	conn = iwarp_sk_conn(sk);
 	if (conn && !READ_ONCE(conn->closing)) {
 		if (conn->kind == IWARP_CM_KIND_LISTENER)
 			queue_work(iwarp_wq, &conn->cm_work);
@@ -195,7 +208,7 @@ static void iwarp_sk_write_space(struct sock *sk)
 	struct iwarp_conn *conn;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	conn = sk->sk_user_data;
+	conn = iwarp_sk_conn(sk);
 	if (conn && !READ_ONCE(conn->closing) && sk_stream_is_writeable(sk)) {
 		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
 		queue_work(iwarp_wq, &conn->tx_work);
@@ -208,7 +221,7 @@ static void iwarp_sk_state_change(struct sock *sk)
 	struct iwarp_conn *conn;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	conn = sk->sk_user_data;
+	conn = iwarp_sk_conn(sk);
 	if (conn && !READ_ONCE(conn->closing)) {
 		switch (sk->sk_state) {
 		case TCP_CLOSE_WAIT:
@@ -232,6 +245,8 @@ void iwarp_conn_hook(struct iwarp_conn *conn)
 	conn->saved_write_space = sk->sk_write_space;
 	conn->saved_state_change = sk->sk_state_change;
 	sk->sk_user_data = conn;
+	if (conn->kind == IWARP_CM_KIND_LISTENER)
+		sk->sk_user_data = (void *)((uintptr_t)conn | SK_USER_DATA_NOCOPY);
 	sk->sk_data_ready = iwarp_sk_data_ready;
 	if (conn->kind != IWARP_CM_KIND_LISTENER) {
 		sk->sk_write_space = iwarp_sk_write_space;
@@ -239,6 +254,33 @@ void iwarp_conn_hook(struct iwarp_conn *conn)
 	}
 	conn->hooked = true;
 	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* An accepted socket @sk of listener @lsn: TCP's default callbacks back. */
+void iwarp_conn_unhook_child(struct iwarp_conn *lsn, struct sock *sk)
+{
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_user_data = NULL;
+	sk->sk_data_ready = lsn->saved_data_ready;
+	sk->sk_write_space = lsn->saved_write_space;
+	sk->sk_state_change = lsn->saved_state_change;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/*
+ * A closing listener, unhooked: the connections TCP queued for it carry our
+ * callbacks (cloned before the unhook); they get the defaults back and are
+ * closed here, so no socket outlives the module with them.
+ */
+static void iwarp_cm_listener_drain(struct iwarp_conn *lsn)
+{
+	struct socket *ns;
+
+	while (!kernel_accept(lsn->sock, &ns, O_NONBLOCK)) {
+		iwarp_conn_unhook_child(lsn, ns->sk);
+		sock_no_linger(ns->sk);
+		sock_release(ns);
+	}
 }
 
 static void iwarp_conn_unhook(struct iwarp_conn *conn)
@@ -275,6 +317,14 @@ void iwarp_cm_close_work(struct work_struct *work)
 {
 	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, close_work);
 
+	/*
+	 * The peer closed: what it sent before its FIN (a Terminate, the
+	 * end of a message) is parsed before the QP goes down.
+	 */
+	if (READ_ONCE(conn->fpdu_mode)) {
+		flush_work(&conn->rx_work);
+		iwarp_rx_read(conn);
+	}
 	iwarp_conn_close(conn, false);
 	iwarp_conn_put(conn);
 }
@@ -314,6 +364,8 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 
 	if (conn->sock) {
 		iwarp_conn_unhook(conn);
+		if (conn->kind == IWARP_CM_KIND_LISTENER)
+			iwarp_cm_listener_drain(conn);
 		if (abort || conn->kind == IWARP_CM_KIND_LISTENER)
 			sock_no_linger(conn->sock->sk);
 		/* wakes a blocked connect, accept or receive of cm_work */
@@ -363,7 +415,8 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	pr_debug("qp %u: error, term %s %#x\n", qp->id, received ? "received" : "sent", code);
-	iwarp_cm_event(conn, IWARP_EVENT_QP_ERROR, term ? -ECONNRESET : -EPIPE, code, NULL, 0);
+	iwarp_cm_event(conn, IWARP_EVENT_QP_ERROR,
+		       !term ? -EPIPE : received ? -ECONNRESET : -EPROTO, code, NULL, 0);
 	iwarp_tx_kick(conn);
 }
 

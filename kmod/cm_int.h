@@ -23,6 +23,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind);
 /* Object @id of @ctx with a reference, or NULL. */
 struct iwarp_conn *iwarp_conn_lookup(struct iwarp_ctx *ctx, u32 id);
 void iwarp_conn_set_state(struct iwarp_conn *conn, u8 state);
+void iwarp_conn_unhook_child(struct iwarp_conn *lsn, struct sock *sk);
 void iwarp_conn_hook(struct iwarp_conn *conn);
 /* A request is answered or gone: it no longer counts against the backlog. */
 void iwarp_cm_unpend(struct iwarp_conn *conn);

@@ -259,6 +259,7 @@ static int iwarp_cm_connect_run(struct iwarp_conn *conn, struct iwp_mpa_frame *r
 	if (err)
 		return err;
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_REPLY);
+	pr_debug("cm %u: MPA Request sent\n", conn->id);
 	err = iwarp_mpa_read(conn, true, buf, rep, &conn->res.term);
 	if (err)
 		return err == -EBADMSG ? -EPROTO : err;
@@ -397,6 +398,7 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 	struct socket *ns;
 
 	while (!READ_ONCE(lsn->closing) && !kernel_accept(lsn->sock, &ns, O_NONBLOCK)) {
+		iwarp_conn_unhook_child(lsn, ns->sk);
 		if (atomic_read(&lsn->pending) >= lsn->backlog) {
 			sock_release(ns);	/* the application is not keeping up */
 			continue;
@@ -418,6 +420,7 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 			continue;
 		}
 		conn->state = IWARP_CM_STATE_MPA_WAIT_REQUEST;
+		pr_debug("cm %u: accepted on listener %u\n", conn->id, lsn->id);
 		queue_work(iwarp_wq, &conn->cm_work);
 	}
 }

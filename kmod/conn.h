@@ -52,6 +52,8 @@ struct iwarp_swqe {
 	u8 flags;		/* enum iwarp_wr_flags */
 	u8 status;		/* enum iwarp_wc_status */
 	u8 done;		/* may complete (once handed to TCP, or answered) */
+	u8 wc_flags;		/* IWARP_WC_F_TERM_* with term */
+	u32 term;
 };
 
 /* An RDMA Read we issued (ORQ). */
@@ -160,6 +162,7 @@ struct iwarp_conn {
 	u32 ird;
 	bool term_pending;		/* a Terminate to send, then close */
 	bool term_done;
+	bool term_reported;		/* a completion carried the Terminate */
 	struct iwp_term_msg term_msg;
 
 	/* Receive (rx_work, under the socket lock) */
@@ -235,7 +238,10 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped);
 /* rx.c */
 void iwarp_rx_work(struct work_struct *work);
 /* Ends the RQE in progress with @status (a completion) and drops its MRs. */
+void iwarp_rx_read(struct iwarp_conn *conn);
 void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status);
+void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 term);
+bool iwarp_conn_term(struct iwarp_conn *conn, u8 *status, u8 *wc_flags, u32 *term);
 /* Drops what the receive engine holds; the engine is stopped. */
 void iwarp_rx_release(struct iwarp_conn *conn);
 

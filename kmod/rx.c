@@ -44,6 +44,12 @@ static u32 *iwarp_rx_crcp(struct iwarp_conn *conn)
 
 void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status)
 {
+	iwarp_rx_rqe_end_term(conn, status, 0, 0);
+}
+
+/* Completes the active receive; @wc_flags IWARP_WC_F_TERM_* report @term. */
+void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 term)
+{
 	struct iwarp_qp *qp = conn->qp;
 	struct iwarp_cqe cqe = {
 		.wr_id = conn->rqe.wr_id,
@@ -51,9 +57,12 @@ void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status)
 		.qp_id = qp->id,
 		.opcode = IWARP_WC_RECV,
 		.status = status,
+		.flags = wc_flags,
 	};
 	int i;
 
+	if (wc_flags)
+		cqe.term = term;
 	if (status == IWARP_WC_SUCCESS) {
 		u8 op = conn->rmsg.opcode;
 
@@ -521,9 +530,9 @@ static int iwarp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	return done;
 }
 
-void iwarp_rx_work(struct work_struct *work)
+/* Parses what the socket holds; called by rx_work and before a close. */
+void iwarp_rx_read(struct iwarp_conn *conn)
 {
-	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, rx_work);
 	struct sock *sk = conn->sock->sk;
 	read_descriptor_t desc = { .arg.data = conn, .count = 1 };
 
@@ -531,6 +540,11 @@ void iwarp_rx_work(struct work_struct *work)
 	if (!READ_ONCE(conn->closing))
 		tcp_read_sock(sk, &desc, iwarp_rx_actor);
 	release_sock(sk);
+}
+
+void iwarp_rx_work(struct work_struct *work)
+{
+	iwarp_rx_read(container_of(work, struct iwarp_conn, rx_work));
 }
 
 void iwarp_rx_release(struct iwarp_conn *conn)

@@ -195,8 +195,11 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 				.qp_id = qp->id,
 				.opcode = e->opcode < __IWARP_WR_MAX ? wc_op[e->opcode] : 0,
 				.status = e->status,
+				.flags = e->wc_flags,
 			};
 
+			if (e->wc_flags)
+				cqe.term = e->term;
 			iwarp_cq_post(qp->send_cq, &cqe);
 		}
 		conn->sq_cqi++;
@@ -321,6 +324,7 @@ static int iwarp_sq_take(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 	e->flags = wr->flags;
 	e->status = IWARP_WC_SUCCESS;
 	e->done = 0;
+	e->wc_flags = 0;
 	e->bytes = 0;
 	spin_unlock_irqrestore(&conn->lock, flags);
 
@@ -690,15 +694,49 @@ void iwarp_tx_doorbell(struct iwarp_conn *conn)
 
 /* ------------------------------------------------------------------ flush */
 
+/*
+ * The Terminate that ended the connection, for the one completion that
+ * reports it: the first work request flushed, on the send queue if any is
+ * outstanding, else on the receive queue. A Terminate received that refuses
+ * an STag, its bounds or access completes with REM_ACCESS_ERR, any other
+ * with TERMINATED; @wc_flags says which side sent it. False once reported
+ * or without a Terminate.
+ */
+bool iwarp_conn_term(struct iwarp_conn *conn, u8 *status, u8 *wc_flags, u32 *term)
+{
+	u32 rcvd = READ_ONCE(conn->stats.term_rcvd);
+	u32 sent = READ_ONCE(conn->stats.term_sent);
+	u32 code = rcvd ? rcvd : sent;
+	u8 layer = (code >> 12) & 0xf, etype = (code >> 8) & 0xf;
+
+	if (conn->term_reported || !code)
+		return false;
+	conn->term_reported = true;
+	*term = code & ~BIT(31);
+	*wc_flags = rcvd ? IWARP_WC_F_TERM_RCVD : IWARP_WC_F_TERM_SENT;
+	*status = IWARP_WC_TERMINATED;
+	if (rcvd && ((layer == IWP_LAYER_RDMAP && etype == IWP_RDMAP_ET_PROT) ||
+		     (layer == IWP_LAYER_DDP && etype == IWP_DDP_ET_TAGGED)))
+		*status = IWARP_WC_REM_ACCESS_ERR;
+	return true;
+}
+
 static void iwarp_rq_flush(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
 	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
-	struct iwarp_cqe cqe = { .qp_id = qp->id, .opcode = IWARP_WC_RECV,
-				 .status = IWARP_WC_FLUSH_ERR };
+	struct iwarp_cqe cqe = { .qp_id = qp->id, .opcode = IWARP_WC_RECV };
+	u8 status, wc_flags;
+	u32 term;
+	bool t;
 
+	t = iwarp_conn_term(conn, &status, &wc_flags, &term);
 	if (conn->rq_active) {
-		iwarp_rx_rqe_end(conn, IWARP_WC_FLUSH_ERR);
+		if (t)
+			iwarp_rx_rqe_end_term(conn, status, wc_flags, term);
+		else
+			iwarp_rx_rqe_end(conn, IWARP_WC_FLUSH_ERR);
+		t = false;
 	}
 	if (head - conn->rq_next > qp->rq.entries)
 		head = conn->rq_next + qp->rq.entries;
@@ -706,6 +744,10 @@ static void iwarp_rq_flush(struct iwarp_conn *conn)
 		const struct iwarp_rqe *rqe = iwarp_ring_slot(&qp->rq, conn->rq_next);
 
 		cqe.wr_id = READ_ONCE(rqe->wr_id);
+		cqe.status = t ? status : IWARP_WC_FLUSH_ERR;
+		cqe.flags = t ? wc_flags : 0;
+		cqe.term = t ? term : 0;
+		t = false;
 		iwarp_cq_post(qp->recv_cq, &cqe);
 		conn->rq_next++;
 	}
@@ -741,8 +783,10 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 			e->status = IWARP_WC_SUCCESS;
 			e->done = 0;
 		}
+		e->wc_flags = 0;
 		if ((i - conn->sq_cqi >= conn->sq_sent - conn->sq_cqi || !e->done) &&
-		    e->status == IWARP_WC_SUCCESS)
+		    e->status == IWARP_WC_SUCCESS &&
+		    !iwarp_conn_term(conn, &e->status, &e->wc_flags, &e->term))
 			e->status = IWARP_WC_FLUSH_ERR;
 		e->done = 1;
 	}

@@ -228,7 +228,11 @@ enum iwarp_event_type {
 	IWARP_EVENT_REJECTED		= 4,	/* id: QP id; private data of the Reply */
 	IWARP_EVENT_UNREACHABLE		= 5,	/* id: QP id; status: -errno */
 	IWARP_EVENT_DISCONNECTED	= 6,	/* id: QP id */
-	IWARP_EVENT_QP_ERROR		= 7,	/* id: QP id; term as in struct iwarp_cqe */
+	/*
+	 * id: QP id; term as in struct iwarp_cqe; status -ECONNRESET: the
+	 * peer sent the Terminate, -EPROTO: this side did, -EPIPE: none.
+	 */
+	IWARP_EVENT_QP_ERROR		= 7,
 };
 
 /*

@@ -454,7 +454,7 @@ func (qp *QP) Disconnect(abort bool) error {
 
 // Err returns nil while the QP's connection (if any) is healthy, else why it
 // ended: a *TerminateError (errors.Is ErrTerminated) for a Terminate sent or
-// received (Sent is not known from the event and stays false), or
+// received (Sent says which), or
 // ErrDisconnected. It first reads the events already pending if no other
 // goroutine is reading the context's events (one non-blocking read()).
 func (qp *QP) Err() error {

@@ -202,6 +202,7 @@ func (qp *QP) noteError(ev *event) {
 			return
 		}
 		te := DecodeTerm(ev.Term)
+		te.Sent = ev.Status == -int32(syscall.EPROTO)
 		te.Err = ErrTerminated
 		err = te
 	case netlinkproto.EventDisconnected:
