@@ -338,8 +338,8 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	mutex_lock(&conn->tx_lock);
 	was_up = conn->fpdu_mode;
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
-	WRITE_ONCE(qp->sq.ctrl->flags, READ_ONCE(qp->sq.ctrl->flags) | IWARP_RING_F_ERROR);
-	WRITE_ONCE(qp->rq.ctrl->flags, READ_ONCE(qp->rq.ctrl->flags) | IWARP_RING_F_ERROR);
+	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
+	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR, 0);
 	if (was_up) {
 		iwarp_rx_release(conn);
 		iwarp_conn_flush(conn, true);
@@ -410,8 +410,8 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 	}
 	WRITE_ONCE(qp->state, conn->term_pending ? IWARP_QP_STATE_TERMINATE :
 						  IWARP_QP_STATE_ERROR);
-	WRITE_ONCE(qp->sq.ctrl->flags, READ_ONCE(qp->sq.ctrl->flags) | IWARP_RING_F_ERROR);
-	WRITE_ONCE(qp->rq.ctrl->flags, READ_ONCE(qp->rq.ctrl->flags) | IWARP_RING_F_ERROR);
+	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
+	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR, 0);
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	pr_debug("qp %u: error, term %s %#x\n", qp->id, received ? "received" : "sent", code);

@@ -129,11 +129,11 @@ struct iwarp_conn {
 	void (*saved_write_space)(struct sock *sk);
 	void (*saved_state_change)(struct sock *sk);
 
-	spinlock_t lock;
+	spinlock_t lock;		/* state, closing, swq, orq, irq, term_* */
 
 	/* Transmit (tx_lock) */
 	struct work_struct tx_work;
-	struct mutex tx_lock;
+	struct mutex tx_lock;		/* the transmit state below; flushing */
 	struct iwp_mpa_tx mtx;
 	u8 *txbuf;			/* IWARP_TXBUF_SIZE */
 	u32 tx_len;			/* framed octets in txbuf */

@@ -180,7 +180,7 @@ int iwarp_cq_post(struct iwarp_cq *cq, const struct iwarp_cqe *cqe)
 	if (cq->head - smp_load_acquire(&ctrl->tail) >= cq->ring.entries) {
 		if (!cq->overflow) {
 			cq->overflow = true;
-			WRITE_ONCE(ctrl->flags, READ_ONCE(ctrl->flags) | IWARP_RING_F_ERROR);
+			iwarp_ring_flags_mod(&cq->ring, IWARP_RING_F_ERROR, 0);
 			ev.status = -ENOSPC;
 			notify = true;
 		}

@@ -11,6 +11,7 @@
 #ifndef _IWARP_RING_H
 #define _IWARP_RING_H
 
+#include <linux/atomic.h>
 #include <linux/types.h>
 
 #include "iwarp_abi.h"
@@ -50,6 +51,19 @@ void iwarp_ring_free(struct iwarp_ring *ring);
 static inline void *iwarp_ring_slot(const struct iwarp_ring *ring, u32 n)
 {
 	return ring->slots + (size_t)(n & (ring->entries - 1)) * ring->entry_size;
+}
+
+/*
+ * Sets and clears control flags atomically: the kernel updates them from
+ * several contexts (ERROR under the connection's lock, IDLE from the
+ * transmit engine); user space only reads them.
+ */
+static inline void iwarp_ring_flags_mod(struct iwarp_ring *ring, u32 set, u32 clear)
+{
+	u32 old = READ_ONCE(ring->ctrl->flags);
+
+	while (!try_cmpxchg(&ring->ctrl->flags, &old, (old | set) & ~clear))
+		;
 }
 
 #endif /* _IWARP_RING_H */

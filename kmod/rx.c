@@ -80,6 +80,7 @@ void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 
 	}
 	conn->rq_active = false;
 	iwarp_cq_post(qp->recv_cq, &cqe);
+	/* Frees the RQ slot; pairs with the application's acquire load of tail. */
 	smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
 }
 
@@ -88,6 +89,7 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 {
 	struct iwarp_qp *qp = conn->qp;
 	struct iwarp_rqe *rqe = &conn->rqe;
+	/* Entries the application posted; pairs with its release store of head. */
 	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
 	u32 i, total = 0;
 

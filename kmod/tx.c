@@ -204,6 +204,7 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 		}
 		conn->sq_cqi++;
 	}
+	/* Frees the SQ slots; pairs with the application's acquire load of tail. */
 	smp_store_release(&qp->sq.ctrl->tail, conn->sq_cqi);
 }
 
@@ -301,6 +302,7 @@ static int iwarp_sq_take(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 	bool write_sink;
 	int err;
 
+	/* Entries the application posted; pairs with its release store of head. */
 	head = smp_load_acquire(&qp->sq.ctrl->head);
 	if (head == conn->sq_next)
 		return 0;
@@ -573,13 +575,17 @@ static int iwarp_tx_flush(struct iwarp_conn *conn)
  */
 static bool iwarp_tx_idle(struct iwarp_conn *conn)
 {
-	struct iwarp_ring_ctrl *ctrl = conn->qp->sq.ctrl;
+	struct iwarp_ring *sq = &conn->qp->sq;
 
-	WRITE_ONCE(ctrl->flags, READ_ONCE(ctrl->flags) | IWARP_RING_F_IDLE);
+	iwarp_ring_flags_mod(sq, IWARP_RING_F_IDLE, 0);
+	/*
+	 * IDLE before the head load; pairs with the application's full
+	 * barrier between its head store and its flags load.
+	 */
 	smp_mb();
-	if (READ_ONCE(ctrl->head) == conn->sq_next)
+	if (READ_ONCE(sq->ctrl->head) == conn->sq_next)
 		return false;
-	WRITE_ONCE(ctrl->flags, READ_ONCE(ctrl->flags) & ~IWARP_RING_F_IDLE);
+	iwarp_ring_flags_mod(sq, 0, IWARP_RING_F_IDLE);
 	return true;
 }
 
@@ -724,6 +730,7 @@ bool iwarp_conn_term(struct iwarp_conn *conn, u8 *status, u8 *wc_flags, u32 *ter
 static void iwarp_rq_flush(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
+	/* Entries the application posted; pairs with its release store of head. */
 	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
 	struct iwarp_cqe cqe = { .qp_id = qp->id, .opcode = IWARP_WC_RECV };
 	u8 status, wc_flags;
@@ -751,6 +758,7 @@ static void iwarp_rq_flush(struct iwarp_conn *conn)
 		iwarp_cq_post(qp->recv_cq, &cqe);
 		conn->rq_next++;
 	}
+	/* Frees the RQ slots; pairs with the application's acquire load of tail. */
 	smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
 }
 
@@ -765,6 +773,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 		iwarp_cur_release(conn, conn->cur_mrs);
 		conn->cur_active = false;
 	}
+	/* Entries the application posted; pairs with its release store of head. */
 	head = smp_load_acquire(&qp->sq.ctrl->head);
 	if (head - conn->sq_cqi > qp->sq.entries)
 		head = conn->sq_cqi + qp->sq.entries;
