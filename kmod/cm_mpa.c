@@ -204,8 +204,12 @@ static int iwarp_cm_policy(struct iwarp_conn *conn, const struct iwarp_cm_params
 	pol->crc = !!(lp.flags & IWARP_LINK_F_CRC);
 	pol->markers_rx = !!(lp.flags & IWARP_LINK_F_MARKERS);
 	pol->markers_tx_ok = 1;
-	pol->p2p = !!(lp.flags & IWARP_LINK_F_P2P);
-	/* The initiator offers its RTR; a responder takes any. */
+	/*
+	 * The link's p2p flag makes an initiator ask for peer-to-peer mode
+	 * and offer its RTR; a responder grants any initiator's request and
+	 * takes any RTR it offers.
+	 */
+	pol->p2p = conn->kind != IWARP_CM_KIND_ACTIVE || (lp.flags & IWARP_LINK_F_P2P);
 	pol->rtr = conn->kind == IWARP_CM_KIND_ACTIVE ? iwarp_rtr_bits(lp.rtr) :
 			IWP_RTR_WRITE | IWP_RTR_READ | IWP_RTR_SEND;
 	pol->ird_relaxed = 1;
