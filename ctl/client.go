@@ -156,6 +156,38 @@ type Link struct {
 	RTR     RTR       `json:"rtr"`
 	IRD     uint32    `json:"ird"`
 	ORD     uint32    `json:"ord"`
+	Stats   LinkStats `json:"stats"`
+}
+
+// LinkStats are the counters of a link: the sums over its connections,
+// closed and open (a connection counts toward the link its route left
+// through when it was set up). JSON keys are stable.
+type LinkStats struct {
+	TxBytes   uint64      `json:"tx_bytes"`   // octets handed to TCP, framing included
+	RxBytes   uint64      `json:"rx_bytes"`   // octets received in FPDU mode
+	TxFPDUs   uint64      `json:"tx_fpdus"`   // FPDUs sent
+	RxFPDUs   uint64      `json:"rx_fpdus"`   // FPDUs received
+	CRCErrors uint64      `json:"crc_errors"` // FPDUs received with a bad CRC
+	Terms     []TermCount `json:"terminates"` // Terminates by code
+}
+
+// TermCount counts the Terminates of one code a link's connections sent
+// and received. Term is nil on the entry that takes the codes the kernel
+// had no room for (it keeps 16 codes per link).
+type TermCount struct {
+	Term *Terminate `json:"terminate"`
+	Sent uint32     `json:"sent"`
+	Rcvd uint32     `json:"rcvd"`
+}
+
+// MarshalJSON encodes the counters with terminates as an array, empty
+// rather than null.
+func (s LinkStats) MarshalJSON() ([]byte, error) {
+	type plain LinkStats
+	if s.Terms == nil {
+		s.Terms = []TermCount{}
+	}
+	return json.Marshal(plain(s))
 }
 
 // Params returns the link's MPA defaults.

@@ -5,9 +5,11 @@
 package ctl
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"syscall"
 	"testing"
 
@@ -38,6 +40,24 @@ func linkAttrs(t *testing.T, l Link, reason EventReason) []byte {
 	ae.Uint8(netlinkproto.AttrLinkRTR, uint8(l.RTR))
 	ae.Uint32(netlinkproto.AttrLinkIRD, l.IRD)
 	ae.Uint32(netlinkproto.AttrLinkORD, l.ORD)
+	if st := l.Stats; !reflect.DeepEqual(st, LinkStats{}) {
+		ae.Uint64(netlinkproto.AttrStatTXBytes, st.TxBytes)
+		ae.Uint64(netlinkproto.AttrStatRXBytes, st.RxBytes)
+		ae.Uint64(netlinkproto.AttrStatTXFPDUs, st.TxFPDUs)
+		ae.Uint64(netlinkproto.AttrStatRXFPDUs, st.RxFPDUs)
+		ae.Uint64(netlinkproto.AttrStatCRCErrors, st.CRCErrors)
+		var terms []byte
+		for _, tc := range st.Terms {
+			code := uint32(termCodeOther)
+			if tc.Term != nil {
+				code = uint32(tc.Term.Layer)<<12 | uint32(tc.Term.EType)<<8 | uint32(tc.Term.ECode)
+			}
+			terms = binary.NativeEndian.AppendUint32(terms, code)
+			terms = binary.NativeEndian.AppendUint32(terms, tc.Sent)
+			terms = binary.NativeEndian.AppendUint32(terms, tc.Rcvd)
+		}
+		ae.Bytes(netlinkproto.AttrStatTerms, terms)
+	}
 	if reason != 0 {
 		ae.Uint32(netlinkproto.AttrEventReason, uint32(reason))
 	}
@@ -103,7 +123,7 @@ func TestLinkAddRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *l != want {
+	if !reflect.DeepEqual(*l, want) {
 		t.Fatalf("got %+v, want %+v", *l, want)
 	}
 }
@@ -190,7 +210,7 @@ func TestLinkSetRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *l != want {
+	if !reflect.DeepEqual(*l, want) {
 		t.Fatalf("got %+v, want %+v", *l, want)
 	}
 }
@@ -227,7 +247,9 @@ func TestRTRNames(t *testing.T) {
 }
 
 func TestLinksDump(t *testing.T) {
-	links := []Link{{Index: 1, Name: "a", Netdev: "va", Ifindex: 2}, {Index: 2, Name: "b", Netdev: "vb", Ifindex: 3, State: LinkUp}}
+	links := []Link{{Index: 1, Name: "a", Netdev: "va", Ifindex: 2}, {Index: 2, Name: "b", Netdev: "vb", Ifindex: 3, State: LinkUp,
+		Stats: LinkStats{TxBytes: 1 << 40, RxBytes: 7, TxFPDUs: 3, RxFPDUs: 4, CRCErrors: 1,
+			Terms: []TermCount{{Term: &Terminate{Layer: 2, EType: 0, ECode: 2}, Rcvd: 2}, {Sent: 9}}}}}
 	c := testClient(t, func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
 		if nreq.Header.Flags&netlink.Dump != netlink.Dump {
 			t.Errorf("dump without NLM_F_DUMP")
@@ -245,7 +267,7 @@ func TestLinksDump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0] != links[0] || got[1] != links[1] {
+	if len(got) != 2 || !reflect.DeepEqual(got[0], links[0]) || !reflect.DeepEqual(got[1], links[1]) {
 		t.Fatalf("got %+v", got)
 	}
 }
@@ -259,7 +281,7 @@ func TestParseEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Kind != EventLinkDel || ev.Reason != ReasonNetdevNetnsMove || ev.Link != l {
+	if ev.Kind != EventLinkDel || ev.Reason != ReasonNetdevNetnsMove || !reflect.DeepEqual(ev.Link, l) {
 		t.Fatalf("got %+v", ev)
 	}
 	if _, err := parseEvent(genetlink.Message{Header: genetlink.Header{Command: 99}}); err == nil {
@@ -304,12 +326,15 @@ func TestErrorMapping(t *testing.T) {
 
 func TestJSONKeys(t *testing.T) {
 	b, err := json.Marshal(Link{Index: 1, Name: "iw0", Netdev: "eth0", Ifindex: 2, State: LinkUp, Flags: FlagCRC,
-		MPARev: 2, RTR: RTRRead, IRD: 16, ORD: 8})
+		MPARev: 2, RTR: RTRRead, IRD: 16, ORD: 8, Stats: LinkStats{TxBytes: 5, RxFPDUs: 2,
+			Terms: []TermCount{{Term: &Terminate{Layer: 1, EType: 2, ECode: 2}, Sent: 3}, {Rcvd: 1}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"index":1,"name":"iw0","netdev":"eth0","ifindex":2,"state":"up","flags":["crc"],` +
-		`"mpa_rev":2,"rtr":"read","ird":16,"ord":8}`
+		`"mpa_rev":2,"rtr":"read","ird":16,"ord":8,"stats":{"tx_bytes":5,"rx_bytes":0,"tx_fpdus":0,` +
+		`"rx_fpdus":2,"crc_errors":0,"terminates":[{"terminate":{"layer":1,"etype":2,"ecode":2,` +
+		`"name":"ddp/untagged-buffer/no-buffer"},"sent":3,"rcvd":0},{"terminate":null,"sent":0,"rcvd":1}]}}`
 	if string(b) != want {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}

@@ -165,7 +165,7 @@ func TestParseCMEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ev.Kind != EventCM || ev.Reason != ReasonCMError || ev.CM == nil || !reflect.DeepEqual(*ev.CM, want) ||
-		ev.Link != (Link{}) {
+		!reflect.DeepEqual(ev.Link, Link{}) {
 		t.Fatalf("got %+v", ev)
 	}
 	b, err := json.Marshal(ev)

@@ -5,6 +5,7 @@
 package ctl
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -53,6 +54,18 @@ func parseLinkAttrs(b []byte, l *Link) (EventReason, error) {
 			l.ORD = ad.Uint32()
 		case netlinkproto.AttrEventReason:
 			reason = EventReason(ad.Uint32())
+		case netlinkproto.AttrStatTXBytes:
+			l.Stats.TxBytes = ad.Uint64()
+		case netlinkproto.AttrStatRXBytes:
+			l.Stats.RxBytes = ad.Uint64()
+		case netlinkproto.AttrStatTXFPDUs:
+			l.Stats.TxFPDUs = ad.Uint64()
+		case netlinkproto.AttrStatRXFPDUs:
+			l.Stats.RxFPDUs = ad.Uint64()
+		case netlinkproto.AttrStatCRCErrors:
+			l.Stats.CRCErrors = ad.Uint64()
+		case netlinkproto.AttrStatTerms:
+			l.Stats.Terms = parseTermCounts(ad.Bytes())
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -178,6 +191,25 @@ func parseQP(b []byte) (QP, error) {
 	})
 	return qp, err
 }
+
+// parseTermCounts decodes IWARP_A_STAT_TERMS: struct iwarp_term_count
+// entries (code, sent, rcvd; host order u32s).
+func parseTermCounts(b []byte) []TermCount {
+	const entry = 12
+	var out []TermCount
+	for ; len(b) >= entry; b = b[entry:] {
+		code := binary.NativeEndian.Uint32(b)
+		tc := TermCount{Sent: binary.NativeEndian.Uint32(b[4:]), Rcvd: binary.NativeEndian.Uint32(b[8:])}
+		if code != termCodeOther {
+			tc.Term = &Terminate{Layer: uint8(code >> 12 & 0xf), EType: uint8(code >> 8 & 0xf), ECode: uint8(code)}
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
+// termCodeOther is IWARP_TERM_CODE_OTHER.
+const termCodeOther = 0xffffffff
 
 // parseStat decodes the attribute at ad into s if it is a counter.
 func parseStat(ad *netlink.AttributeDecoder, s *Stats) {

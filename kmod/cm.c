@@ -72,6 +72,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	kref_init(&conn->ref);		/* the index's */
 	iwarp_ctx_get(ctx);
 	conn->ctx = ctx;
+	conn->net = ctx->net;
 	conn->kind = kind;
 	spin_lock_init(&conn->lock);
 	mutex_init(&conn->tx_lock);
@@ -298,6 +299,41 @@ static void iwarp_conn_unhook(struct iwarp_conn *conn)
 	write_unlock_bh(&sk->sk_callback_lock);
 }
 
+/* ------------------------------------------------------------ link stats */
+
+static void iwarp_conn_stats_add(const struct iwarp_conn *conn, struct iwarp_link_stats *st)
+{
+	const struct iwarp_conn_stats *cs = &conn->stats;
+	u32 sent = READ_ONCE(cs->term_sent), rcvd = READ_ONCE(cs->term_rcvd);
+
+	st->tx_bytes += READ_ONCE(cs->tx_bytes);
+	st->rx_bytes += READ_ONCE(cs->rx_bytes);
+	st->tx_fpdus += READ_ONCE(cs->tx_fpdus);
+	st->rx_fpdus += READ_ONCE(cs->rx_fpdus);
+	st->crc_errors += READ_ONCE(cs->crc_errors);
+	if (sent)
+		iwarp_link_stats_term(st, sent & ~BIT(31), 1, 0);
+	if (rcvd)
+		iwarp_link_stats_term(st, rcvd & ~BIT(31), 0, 1);
+}
+
+void iwarp_cm_link_stats(const struct iwarp_link *link, struct iwarp_link_stats *st)
+{
+	struct iwarp_conn *conn;
+	unsigned long id;
+
+	/* A closing connection is left out: it is being added to the link. */
+	rcu_read_lock();
+	xa_for_each(&iwarp_cm_index, id, conn) {
+		if (conn->kind == IWARP_CM_KIND_LISTENER || READ_ONCE(conn->closing) ||
+		    READ_ONCE(conn->ifindex) != link->ifindex ||
+		    !net_eq(conn->net, iwarp_link_net(link)))
+			continue;
+		iwarp_conn_stats_add(conn, st);
+	}
+	rcu_read_unlock();
+}
+
 /* ------------------------------------------------------------- ending */
 
 void iwarp_cm_unpend(struct iwarp_conn *conn)
@@ -377,6 +413,12 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	iwarp_cm_unpend(conn);
 	if (conn->qp)
 		iwarp_conn_close_qp(conn);
+	if (conn->ifindex && conn->kind != IWARP_CM_KIND_LISTENER) {
+		struct iwarp_link_stats st = {};
+
+		iwarp_conn_stats_add(conn, &st);
+		iwarp_link_stats_fold(conn->ctx->net, conn->ifindex, &st);
+	}
 	if (conn->kind == IWARP_CM_KIND_LISTENER)
 		iwarp_cm_listener_closed(conn);
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_CLOSED);

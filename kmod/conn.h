@@ -110,7 +110,8 @@ struct iwarp_conn {
 	struct socket *sock;
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
-	unsigned long ifindex;		/* the route's device, for link stats */
+	int ifindex;			/* the route's device, for link stats */
+	const struct net *net;		/* the context's, compared only */
 
 	/* MPA exchange */
 	struct iwarp_cm_params params;	/* active: the overrides */

@@ -54,6 +54,53 @@ struct iwarp_link *iwarp_link_find(struct net *net, const char *name)
 	return NULL;
 }
 
+void iwarp_link_stats_term(struct iwarp_link_stats *st, u32 code, u32 sent, u32 rcvd)
+{
+	struct iwarp_term_count *t = NULL;
+	u32 i;
+
+	if (!code)
+		return;
+	for (i = 0; i < st->nterms; i++)
+		if (st->terms[i].code == code)
+			t = &st->terms[i];
+	if (!t && st->nterms < IWARP_LINK_TERM_CODES - 1) {
+		t = &st->terms[st->nterms++];
+		t->code = code;
+	}
+	if (!t) {
+		t = &st->terms[IWARP_LINK_TERM_CODES - 1];
+		t->code = IWARP_TERM_CODE_OTHER;
+		st->nterms = IWARP_LINK_TERM_CODES;
+	}
+	t->sent += sent;
+	t->rcvd += rcvd;
+}
+
+void iwarp_link_stats_fold(struct net *net, int ifindex, const struct iwarp_link_stats *add)
+{
+	struct iwarp_link *link;
+	u32 i;
+
+	mutex_lock(&iwarp_links_lock);
+	list_for_each_entry(link, &iwarp_links, list) {
+		struct iwarp_link_stats *st = &link->closed;
+
+		if (link->ifindex != ifindex || !net_eq(iwarp_link_net(link), net))
+			continue;
+		st->tx_bytes += add->tx_bytes;
+		st->rx_bytes += add->rx_bytes;
+		st->tx_fpdus += add->tx_fpdus;
+		st->rx_fpdus += add->rx_fpdus;
+		st->crc_errors += add->crc_errors;
+		for (i = 0; i < add->nterms; i++)
+			iwarp_link_stats_term(st, add->terms[i].code, add->terms[i].sent,
+					      add->terms[i].rcvd);
+		break;
+	}
+	mutex_unlock(&iwarp_links_lock);
+}
+
 static struct iwarp_link *iwarp_link_find_dev(const struct net_device *dev)
 {
 	struct iwarp_link *link;

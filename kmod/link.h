@@ -11,6 +11,8 @@
 #include <linux/netdevice.h>
 #include <linux/types.h>
 
+#include "iwarp_abi.h"
+
 #define IWARP_LINK_NAME_MAX 15
 
 /* Limits and defaults of the per-link MPA parameters. */
@@ -36,6 +38,17 @@ enum {
 	IWARP_LINK_SET_ORD = BIT(4),
 };
 
+/* Counters of a link's connections: those closed, or a live sum. */
+struct iwarp_link_stats {
+	u64 tx_bytes;
+	u64 rx_bytes;
+	u64 tx_fpdus;
+	u64 rx_fpdus;
+	u64 crc_errors;
+	u32 nterms;
+	struct iwarp_term_count terms[IWARP_LINK_TERM_CODES];
+};
+
 struct iwarp_link {
 	struct list_head list;		/* iwarp_links, ordered by index */
 	struct net_device *netdev;	/* held while the link exists */
@@ -46,6 +59,7 @@ struct iwarp_link {
 	char name[IWARP_LINK_NAME_MAX + 1];
 	char netdev_name[IFNAMSIZ];	/* snapshot, updated on rename */
 	int ifindex;
+	struct iwarp_link_stats closed;	/* connections gone; iwarp_links_lock */
 };
 
 int iwarp_link_init(void);
@@ -80,6 +94,16 @@ static inline struct net *iwarp_link_net(const struct iwarp_link *link)
 }
 
 struct iwarp_link *iwarp_link_find(struct net *net, const char *name);
+
+/* Adds @sent and @rcvd Terminates of @code (0: none) to @st. */
+void iwarp_link_stats_term(struct iwarp_link_stats *st, u32 code, u32 sent, u32 rcvd);
+/*
+ * Adds the counters of a closing connection to the link of @ifindex in
+ * @net, if it still exists. Process context; takes iwarp_links_lock.
+ */
+void iwarp_link_stats_fold(struct net *net, int ifindex, const struct iwarp_link_stats *add);
+/* cm.c: adds the counters of the live connections on @link to @st. */
+void iwarp_cm_link_stats(const struct iwarp_link *link, struct iwarp_link_stats *st);
 bool iwarp_link_name_valid(const char *name);
 
 struct genl_info;

@@ -15,6 +15,26 @@
 #include "link.h"
 #include "nl_gen.h"
 
+/* The link's counters: its closed connections plus the open ones. */
+static int iwarp_nl_put_link_stats(struct sk_buff *skb, const struct iwarp_link *link)
+{
+	struct iwarp_link_stats *st;
+	int err;
+
+	st = kmemdup(&link->closed, sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	iwarp_cm_link_stats(link, st);
+	err = nla_put_u64_64bit(skb, IWARP_A_STAT_TX_BYTES, st->tx_bytes, IWARP_A_UNSPEC) ||
+	      nla_put_u64_64bit(skb, IWARP_A_STAT_RX_BYTES, st->rx_bytes, IWARP_A_UNSPEC) ||
+	      nla_put_u64_64bit(skb, IWARP_A_STAT_TX_FPDUS, st->tx_fpdus, IWARP_A_UNSPEC) ||
+	      nla_put_u64_64bit(skb, IWARP_A_STAT_RX_FPDUS, st->rx_fpdus, IWARP_A_UNSPEC) ||
+	      nla_put_u64_64bit(skb, IWARP_A_STAT_CRC_ERRORS, st->crc_errors, IWARP_A_UNSPEC) ||
+	      nla_put(skb, IWARP_A_STAT_TERMS, st->nterms * sizeof(st->terms[0]), st->terms);
+	kfree(st);
+	return err ? -EMSGSIZE : 0;
+}
+
 static int iwarp_nl_fill_link(struct sk_buff *skb, const struct iwarp_link *link,
 			      u32 portid, u32 seq, int flags, u8 cmd, u32 reason)
 {
@@ -33,6 +53,7 @@ static int iwarp_nl_fill_link(struct sk_buff *skb, const struct iwarp_link *link
 	    nla_put_u8(skb, IWARP_A_LINK_RTR, link->params.rtr) ||
 	    nla_put_u32(skb, IWARP_A_LINK_IRD, link->params.ird) ||
 	    nla_put_u32(skb, IWARP_A_LINK_ORD, link->params.ord) ||
+	    iwarp_nl_put_link_stats(skb, link) ||
 	    (reason && nla_put_u32(skb, IWARP_A_EVENT_REASON, reason))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;

@@ -421,6 +421,12 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -EINVAL;
 		}
 		return 0;
+	case IWARP_A_STAT_TERMS:
+		if (nla_len(nla) > 192) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_TERMS: longer than 192 bytes");
+			return -EMSGSIZE;
+		}
+		return 0;
 	}
 	return 0;
 }

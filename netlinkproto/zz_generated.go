@@ -101,7 +101,8 @@ const (
 	AttrStatCRCErrors uint16 = 52 // IWARP_A_STAT_CRC_ERRORS
 	AttrStatTermSent  uint16 = 53 // IWARP_A_STAT_TERM_SENT
 	AttrStatTermRcvd  uint16 = 54 // IWARP_A_STAT_TERM_RCVD
-	AttrMax           uint16 = 54
+	AttrStatTerms     uint16 = 55 // IWARP_A_STAT_TERMS
+	AttrMax           uint16 = 55
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -252,6 +253,7 @@ var AttrNames = map[uint16]string{
 	52: "IWARP_A_STAT_CRC_ERRORS",
 	53: "IWARP_A_STAT_TERM_SENT",
 	54: "IWARP_A_STAT_TERM_RCVD",
+	55: "IWARP_A_STAT_TERMS",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -332,6 +334,7 @@ var CNames = map[string]uint64{
 	"IWARP_A_STAT_CRC_ERRORS":              52,
 	"IWARP_A_STAT_TERM_SENT":               53,
 	"IWARP_A_STAT_TERM_RCVD":               54,
+	"IWARP_A_STAT_TERMS":                   55,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,

@@ -340,6 +340,10 @@ enum iwarp_qp_state {
  *   etype << 8 | ecode), with bit 31 set; 0 if none. Read only.
  * @IWARP_A_STAT_TERM_RCVD: u32. The Terminate the peer sent, encoded as
  *   IWARP_A_STAT_TERM_SENT. Read only.
+ * @IWARP_A_STAT_TERMS: binary, at most 192 bytes. A link's Terminates by code:
+ *   an array of struct iwarp_term_count (uapi/iwarp_abi.h: code, sent, rcvd),
+ *   at most 16 entries; codes that find no room are counted in the last one,
+ *   code 0xffffffff. Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -397,6 +401,7 @@ enum iwarp_attr {
 	IWARP_A_STAT_CRC_ERRORS = 52,
 	IWARP_A_STAT_TERM_SENT = 53,
 	IWARP_A_STAT_TERM_RCVD = 54,
+	IWARP_A_STAT_TERMS = 55,
 
 	__IWARP_A_MAX,
 };
@@ -422,7 +427,10 @@ enum iwarp_attr {
  *   Request, optional: IWARP_A_LINK_ORD (u32)
  * Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX,
  *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS,
- *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD, IWARP_A_LINK_ORD
+ *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD,
+ *   IWARP_A_LINK_ORD, IWARP_A_STAT_TX_BYTES, IWARP_A_STAT_RX_BYTES,
+ *   IWARP_A_STAT_TX_FPDUS, IWARP_A_STAT_RX_FPDUS, IWARP_A_STAT_CRC_ERRORS,
+ *   IWARP_A_STAT_TERMS
  * Error EINVAL - an attribute is missing or malformed, IWARP_A_LINK_MPA_REV is
  *   not 1 or 2, or IWARP_A_LINK_IRD or IWARP_A_LINK_ORD is not 1 to 16383 (the
  *   message names it)
@@ -448,13 +456,19 @@ enum iwarp_attr {
  * IWARP_CMD_LINK_GET
  *   With IWARP_A_LINK_NAME, reply with that link. As a dump (NLM_F_DUMP),
  *   without attributes, reply with every link in the caller's namespace,
- *   one message per link, ordered by IWARP_A_LINK_INDEX.
+ *   one message per link, ordered by IWARP_A_LINK_INDEX. The IWARP_A_STAT_*
+ *   counters sum the link's connections, those closed and those open:
+ *   a connection counts toward the link its route left through when it
+ *   was set up.
  *   Permission: none (any user).
  *   Supports NLM_F_DUMP (request attributes then not required).
  *   Request, required: IWARP_A_LINK_NAME (string, at most 15 bytes)
  * Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX,
  *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS,
- *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD, IWARP_A_LINK_ORD
+ *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD,
+ *   IWARP_A_LINK_ORD, IWARP_A_STAT_TX_BYTES, IWARP_A_STAT_RX_BYTES,
+ *   IWARP_A_STAT_TX_FPDUS, IWARP_A_STAT_RX_FPDUS, IWARP_A_STAT_CRC_ERRORS,
+ *   IWARP_A_STAT_TERMS
  * Error ENOENT - no such link in the caller's namespace
  */
 /*
@@ -577,7 +591,10 @@ enum iwarp_attr {
  *   Request, optional: IWARP_A_LINK_ORD (u32)
  * Reply: IWARP_A_LINK_INDEX, IWARP_A_LINK_NAME, IWARP_A_LINK_IFINDEX,
  *   IWARP_A_LINK_NETDEV, IWARP_A_LINK_STATE, IWARP_A_LINK_FLAGS,
- *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD, IWARP_A_LINK_ORD
+ *   IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR, IWARP_A_LINK_IRD,
+ *   IWARP_A_LINK_ORD, IWARP_A_STAT_TX_BYTES, IWARP_A_STAT_RX_BYTES,
+ *   IWARP_A_STAT_TX_FPDUS, IWARP_A_STAT_RX_FPDUS, IWARP_A_STAT_CRC_ERRORS,
+ *   IWARP_A_STAT_TERMS
  * Error EINVAL - no attribute to change, IWARP_A_LINK_MPA_REV is not 1 or 2,
  *   or IWARP_A_LINK_IRD or IWARP_A_LINK_ORD is not 1 to 16383 (the message
  *   names it)

@@ -219,6 +219,22 @@ struct iwarp_cqe {
 	};
 };
 
+/* ------------------------------------------------------------- link stats */
+
+/*
+ * IWARP_A_STAT_TERMS of a link: how many Terminates of one code its
+ * connections sent and received. The last of IWARP_LINK_TERM_CODES entries
+ * takes every code that found no room, with code IWARP_TERM_CODE_OTHER.
+ */
+#define IWARP_LINK_TERM_CODES	16
+#define IWARP_TERM_CODE_OTHER	0xffffffffU
+
+struct iwarp_term_count {
+	__u32 code;		/* layer << 12 | etype << 8 | ecode */
+	__u32 sent;
+	__u32 rcvd;
+};
+
 /* ------------------------------------------------------------------- events */
 
 enum iwarp_event_type {

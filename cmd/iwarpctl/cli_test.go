@@ -121,7 +121,7 @@ func TestLinkShowJSON(t *testing.T) {
 		MPARev: 2, RTR: ctl.RTRRead, IRD: 16, ORD: 4}}}
 	code, out, _ := runCLI(t, f, "-j", "link", "show", "iw0")
 	want := `[{"index":1,"name":"iw0","netdev":"veth0","ifindex":4,"state":"up","flags":["crc","p2p"],` +
-		`"mpa_rev":2,"rtr":"read","ird":16,"ord":4}]` + "\n"
+		`"mpa_rev":2,"rtr":"read","ird":16,"ord":4,` + zeroStats + `}]` + "\n"
 	if code != 0 || out != want {
 		t.Fatalf("code %d, got %q want %q", code, out, want)
 	}
@@ -185,7 +185,7 @@ func TestLinkSet(t *testing.T) {
 	}
 	code, out, _ := runCLI(t, f, "-j", "link", "set", "iw0", "ord", "3")
 	want := `[{"index":1,"name":"iw0","netdev":"veth0","ifindex":4,"state":"down","flags":[],` +
-		`"mpa_rev":2,"rtr":"write","ird":8,"ord":3}]` + "\n"
+		`"mpa_rev":2,"rtr":"write","ird":8,"ord":3,` + zeroStats + `}]` + "\n"
 	if code != 0 || out != want {
 		t.Fatalf("-j link set: code %d, got %q want %q", code, out, want)
 	}
@@ -311,7 +311,11 @@ func TestResourceShow(t *testing.T) {
 		if code, out, _ := runCLI(t, empty, obj); code != 0 || out != "" {
 			t.Errorf("%s with none: code %d %q", obj, code, out)
 		}
-		if code, out, _ := runCLI(t, empty, "-j", obj); code != 0 || out != "[]\n" {
+		wantEmpty := "[]\n"
+		if obj == "stats" {
+			wantEmpty = `{"links":[],"qps":[]}` + "\n"
+		}
+		if code, out, _ := runCLI(t, empty, "-j", obj); code != 0 || out != wantEmpty {
 			t.Errorf("-j %s with none: code %d %q", obj, code, out)
 		}
 		if code, _, _ := runCLI(t, empty, obj, "show", "extra"); code != 2 {
@@ -384,7 +388,13 @@ func TestStats(t *testing.T) {
 				TermSent: &ctl.Terminate{Layer: 1, EType: 2, ECode: 1}, TermRcvd: &ctl.Terminate{Layer: 2, EType: 0, ECode: 2}}},
 		{Owner: ctl.Owner{PID: 10, Comm: "srv", Ctx: 1}, ID: 8},
 	}}
+	f.links = []ctl.Link{{Index: 1, Name: "iw0", Netdev: "veth0", Stats: ctl.LinkStats{TxBytes: 1000, RxBytes: 2000,
+		TxFPDUs: 10, RxFPDUs: 20, CRCErrors: 1, Terms: []ctl.TermCount{
+			{Term: &ctl.Terminate{Layer: 2, EType: 0, ECode: 2}, Sent: 1, Rcvd: 2}, {Sent: 3}}}}}
 	want := "" +
+		"LINK NETDEV TX-BYTES RX-BYTES TX-FPDUS RX-FPDUS CRC-ERRORS TERMINATES(SENT/RCVD)\n" +
+		"iw0  veth0  1000     2000     10       20       1          llp/mpa/crc-error:1/2,other:3/0\n" +
+		"\n" +
 		"QP STATE CM PEER            TX-BYTES RX-BYTES TX-FPDUS RX-FPDUS CRC-ERRORS TERM-SENT                      TERM-RCVD         PID COMM\n" +
 		"7  rts   2  192.0.2.2:40000 100      200      3        4        1          ddp/untagged-buffer/invalid-qn llp/mpa/crc-error 10  srv\n" +
 		"8  idle  -  -               0        0        0        0        0          -                              -                 10  srv\n"
@@ -393,13 +403,16 @@ func TestStats(t *testing.T) {
 		t.Errorf("code %d stderr %q\ngot\n%s\nwant\n%s", code, errs, out, want)
 	}
 	code, out, _ = runCLI(t, f, "-j", "stats")
-	wantJSON := `[{"pid":10,"comm":"srv","ctx":1,"qp":7,"state":"rts","cm":2,"local_addr":"192.0.2.1","local_port":4791,` +
+	wantJSON := `{"links":[{"link":"iw0","netdev":"veth0","tx_bytes":1000,"rx_bytes":2000,"tx_fpdus":10,"rx_fpdus":20,` +
+		`"crc_errors":1,"terminates":[{"terminate":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"},` +
+		`"sent":1,"rcvd":2},{"terminate":null,"sent":3,"rcvd":0}]}],` +
+		`"qps":[{"pid":10,"comm":"srv","ctx":1,"qp":7,"state":"rts","cm":2,"local_addr":"192.0.2.1","local_port":4791,` +
 		`"peer_addr":"192.0.2.2","peer_port":40000,"tx_bytes":100,"rx_bytes":200,"tx_fpdus":3,"rx_fpdus":4,"crc_errors":1,` +
 		`"term_sent":{"layer":1,"etype":2,"ecode":1,"name":"ddp/untagged-buffer/invalid-qn"},` +
 		`"term_rcvd":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"}},` +
 		`{"pid":10,"comm":"srv","ctx":1,"qp":8,"state":"idle","cm":null,"local_addr":null,"local_port":null,` +
 		`"peer_addr":null,"peer_port":null,"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,` +
-		`"term_sent":null,"term_rcvd":null}]` + "\n"
+		`"term_sent":null,"term_rcvd":null}]}` + "\n"
 	if code != 0 || out != wantJSON {
 		t.Errorf("-j stats: code %d\ngot  %s\nwant %s", code, out, wantJSON)
 	}
@@ -427,3 +440,6 @@ func TestMonitorCM(t *testing.T) {
 		t.Fatalf("json: code %d out %q", code, out)
 	}
 }
+
+// zeroStats is the JSON of a link's counters before any connection.
+const zeroStats = `"stats":{"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,"terminates":[]}`

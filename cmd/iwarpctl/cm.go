@@ -174,8 +174,47 @@ func collectStats(qps []ctl.QP, cms []ctl.CM) []qpStats {
 	return out
 }
 
+// linkStats is one link row of iwarpctl stats. JSON keys are stable.
+type linkStats struct {
+	Link      string          `json:"link"`
+	Netdev    string          `json:"netdev"`
+	TxBytes   uint64          `json:"tx_bytes"`
+	RxBytes   uint64          `json:"rx_bytes"`
+	TxFPDUs   uint64          `json:"tx_fpdus"`
+	RxFPDUs   uint64          `json:"rx_fpdus"`
+	CRCErrors uint64          `json:"crc_errors"`
+	Terms     []ctl.TermCount `json:"terminates"`
+}
+
+// statsJSON is what iwarpctl -j stats prints.
+type statsJSON struct {
+	Links []linkStats `json:"links"`
+	QPs   []qpStats   `json:"qps"`
+}
+
+// termCounts renders a link's Terminates as name:sent/rcvd, comma
+// separated, "-" if none.
+func termCounts(tcs []ctl.TermCount) string {
+	if len(tcs) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(tcs))
+	for _, tc := range tcs {
+		name := "other"
+		if tc.Term != nil {
+			name = tc.Term.String()
+		}
+		parts = append(parts, fmt.Sprintf("%s:%d/%d", name, tc.Sent, tc.Rcvd))
+	}
+	return strings.Join(parts, ",")
+}
+
 func newStatsCmd(a *app) *cobra.Command {
 	show := func(c client) error {
+		links, err := c.Links()
+		if err != nil {
+			return err
+		}
 		qps, err := c.QPs()
 		if err != nil {
 			return err
@@ -184,14 +223,39 @@ func newStatsCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		lrows := make([]linkStats, 0, len(links))
+		for _, l := range links {
+			st := l.Stats
+			if st.Terms == nil {
+				st.Terms = []ctl.TermCount{}
+			}
+			lrows = append(lrows, linkStats{Link: l.Name, Netdev: l.Netdev, TxBytes: st.TxBytes,
+				RxBytes: st.RxBytes, TxFPDUs: st.TxFPDUs, RxFPDUs: st.RxFPDUs, CRCErrors: st.CRCErrors,
+				Terms: st.Terms})
+		}
 		rows := collectStats(qps, cms)
 		if a.g.JSON {
-			return a.printJSON(rows)
+			return a.printJSON(statsJSON{Links: lrows, QPs: rows})
+		}
+		t := newTable(a.stdout)
+		if len(lrows) > 0 {
+			t.row("LINK", "NETDEV", "TX-BYTES", "RX-BYTES", "TX-FPDUS", "RX-FPDUS", "CRC-ERRORS",
+				"TERMINATES(SENT/RCVD)")
+			for _, r := range lrows {
+				t.row(r.Link, r.Netdev, u64s(r.TxBytes), u64s(r.RxBytes), u64s(r.TxFPDUs),
+					u64s(r.RxFPDUs), u64s(r.CRCErrors), termCounts(r.Terms))
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
 		}
 		if len(rows) == 0 {
 			return nil
 		}
-		t := newTable(a.stdout)
+		if len(lrows) > 0 {
+			fmt.Fprintln(a.stdout)
+		}
+		t = newTable(a.stdout)
 		t.row("QP", "STATE", "CM", "PEER", "TX-BYTES", "RX-BYTES", "TX-FPDUS", "RX-FPDUS", "CRC-ERRORS",
 			"TERM-SENT", "TERM-RCVD", "PID", "COMM")
 		for _, r := range rows {
@@ -208,27 +272,32 @@ func newStatsCmd(a *app) *cobra.Command {
 		}
 		return t.flush()
 	}
-	cmd := newResourceCmd(a, "stats", "Show the counters of the queue pairs and their connections",
-		`Show the counters of every queue pair and of its connection.
+	cmd := newResourceCmd(a, "stats", "Show the counters of the links and of the queue pairs",
+		`Show the counters of every link and of every queue pair and its connection.
 
   iwarpctl stats [show|list]`+resourceLong+`
 
-One row per QP: its state, its connection (CM id and peer, "-" if it has
-none), octets and FPDUs sent and received (octets with their MPA framing),
-FPDUs received with a bad CRC, and the Terminate sent and received, named
-after the tables of RFC 5040 §7.2 as layer/etype/ecode, for example
-"ddp/untagged-buffer/invalid-qn" or "llp/mpa/crc-error" (codes without a
-name are hex, "-" means none). The counters are the connection's: a QP has
-at most one connection.
+First one row per link: octets and FPDUs sent and received (octets with
+their MPA framing), FPDUs received with a bad CRC, and the Terminates sent
+and received by code, as name:sent/rcvd ("other" counts the codes beyond
+the 16 the module keeps per link). A link's counters sum its connections,
+closed and open; a connection counts toward the link its route left
+through when it was set up.
 
-There are no per-link sums: the module's dumps do not say which link a
-connection uses, so they cannot be derived.
+Then one row per QP: its state, its connection (CM id and peer, "-" if it
+has none), the same counters for that connection, and the Terminate sent
+and received, named after the tables of RFC 5040 §7.2 as layer/etype/ecode,
+for example "ddp/untagged-buffer/invalid-qn" or "llp/mpa/crc-error" (codes
+without a name are hex, "-" means none). A QP has at most one connection.
 
-JSON (-j) prints an array of objects with the keys pid, comm, ctx, qp,
-state, cm (null without a connection), local_addr, local_port, peer_addr,
-peer_port (null without a connection), tx_bytes, rx_bytes, tx_fpdus,
-rx_fpdus, crc_errors, term_sent and term_rcvd (null, or an object with the
-numbers layer, etype, ecode and the text name).`,
+JSON (-j) prints an object with two arrays. "links": objects with the keys
+link, netdev, tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors and
+terminates (an array of objects with terminate - null for "other", else an
+object with the numbers layer, etype, ecode and the text name - sent and
+rcvd). "qps": objects with the keys pid, comm, ctx, qp, state, cm (null
+without a connection), local_addr, local_port, peer_addr, peer_port (null
+without a connection), tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
+term_sent and term_rcvd (null, or a Terminate object as above).`,
 		show)
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ func TestLinkCtl(t *testing.T) {
 		t.Fatalf("LinkAdd returned %+v", l)
 	}
 	got, err := c.Link("iw0")
-	if err != nil || *got != *l {
+	if err != nil || !reflect.DeepEqual(*got, *l) {
 		t.Fatalf("Link: %+v, %v; want %+v", got, err, l)
 	}
 	// Both ways of naming the netdev at once must agree.

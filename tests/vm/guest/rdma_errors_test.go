@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"reflect"
 	"testing"
 	"time"
 
@@ -93,6 +94,18 @@ func TestRDMAErrors(t *testing.T) {
 	}
 	tp := newTopology(t)
 	linkUp(t, tp, ctl.FlagCRC)
+	defer func() {
+		if t.Failed() {
+			return
+		}
+		// Every case's Terminate is in the links' counters.
+		var codes []uint32
+		for _, tc := range cases {
+			codes = append(codes, tc.code)
+		}
+		checkLinkTerms(t, tp.B, codes, true)
+		checkLinkTerms(t, tp.A, codes, false)
+	}()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			const size = 64 << 10
@@ -220,6 +233,38 @@ func TestRDMAErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkLinkTerms checks that the link in netns ns counted each code as
+// often as it appears in want, as sent or as received.
+func checkLinkTerms(t *testing.T, ns string, want []uint32, sent bool) {
+	t.Helper()
+	links, err := ctlIn(t, ns).Links()
+	if err != nil || len(links) != 1 {
+		t.Fatalf("%s: links %v, %v", ns, links, err)
+	}
+	st := links[0].Stats
+	if st.TxFPDUs == 0 || st.RxFPDUs == 0 || st.TxBytes == 0 || st.RxBytes == 0 {
+		t.Fatalf("%s: link counters %+v", ns, st)
+	}
+	got := map[uint32]uint32{}
+	for _, tc := range st.Terms {
+		if tc.Term == nil {
+			t.Fatalf("%s: link counted codes beyond its table: %+v", ns, st.Terms)
+		}
+		n := tc.Rcvd
+		if sent {
+			n = tc.Sent
+		}
+		got[termWord(*tc.Term)] += n
+	}
+	wantN := map[uint32]uint32{}
+	for _, code := range want {
+		wantN[code]++
+	}
+	if !reflect.DeepEqual(got, wantN) {
+		t.Fatalf("%s: link counts %+v, want %v (sent=%v)", ns, st.Terms, wantN, sent)
 	}
 }
 
