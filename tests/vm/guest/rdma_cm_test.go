@@ -362,3 +362,100 @@ func listenTCPIn(t *testing.T, ns string, addr netip.AddrPort) netip.AddrPort {
 	}()
 	return addr
 }
+
+// TestRDMAReadDepth posts more RDMA Reads than the negotiated ORD: the
+// kernel keeps the excess until responses free the slots, so the peer's IRD
+// is never exceeded (that would be a Terminate) and all complete in order.
+func TestRDMAReadDepth(t *testing.T) {
+	tp := newTopology(t)
+	linkUpWith(t, tp, ctl.LinkConfig{Flags: ctl.FlagCRC}, ctl.LinkConfig{IRD: 2})
+	const chunk, reads = 32 << 10, 12
+	a := newRdmaEnd(t, tp.A, chunk*reads, rdmaAccess)
+	b := newRdmaEnd(t, tp.B, chunk*reads, rdmaAccess)
+	connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), nil)
+	if ca := connOf(t, tp.A); ca.ORD != 2 {
+		t.Fatalf("ORD %d, want the peer's IRD 2", ca.ORD)
+	}
+	fillPattern(b.buf, 21)
+	for i := 0; i < reads; i++ {
+		if err := a.qp.PostSend(userlib.SendWR{WRID: uint64(i), Op: userlib.OpRead, Flags: userlib.Signaled,
+			SGEs: []userlib.SGE{a.mr.SGE(i*chunk, chunk)}, RemoteAddr: b.mr.Addr() + uint64(i*chunk), RKey: b.mr.STag()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, wc := range a.wait(t, reads, 30*time.Second) {
+		if wc.Status != userlib.StatusSuccess || wc.WRID != uint64(i) || wc.ByteLen != chunk {
+			t.Fatalf("read %d completed %+v", i, wc)
+		}
+	}
+	if !bytes.Equal(a.buf, b.buf) {
+		t.Fatal("read data differs")
+	}
+	if err := b.qp.Err(); err != nil {
+		t.Fatalf("responder: %v", err)
+	}
+}
+
+// TestRDMAInvalidate shows that an STag invalidated by the peer's Send with
+// Invalidate, or locally, refuses the peer's RDMA Write afterwards.
+func TestRDMAInvalidate(t *testing.T) {
+	tp := newTopology(t)
+	linkUp(t, tp, ctl.FlagCRC)
+	for _, remote := range []bool{true, false} {
+		name := "local"
+		if remote {
+			name = "remote"
+		}
+		t.Run(name, func(t *testing.T) {
+			a := newRdmaEnd(t, tp.A, 8192, rdmaAccess)
+			b := newRdmaEnd(t, tp.B, 8192, rdmaAccess)
+			target, err := b.pd.RegisterMR(b.buf[4096:], rdmaAccess)
+			if err != nil {
+				t.Fatal(err)
+			}
+			connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), nil)
+			// The STag works before.
+			if err := a.qp.PostSend(userlib.SendWR{WRID: 1, Op: userlib.OpWrite, Flags: userlib.Signaled,
+				SGEs: []userlib.SGE{a.mr.SGE(0, 100)}, RemoteAddr: target.Addr(), RKey: target.STag()}); err != nil {
+				t.Fatal(err)
+			}
+			if wc := a.wait(t, 1, 20*time.Second)[0]; wc.Status != userlib.StatusSuccess {
+				t.Fatalf("write before: %+v", wc)
+			}
+			if remote {
+				if err := b.qp.PostRecv(2, b.mr.SGE(0, 64)); err != nil {
+					t.Fatal(err)
+				}
+				if err := a.qp.PostSend(userlib.SendWR{WRID: 3, Op: userlib.OpSendInv, InvSTag: target.STag(),
+					Inline: []byte("invalidate")}); err != nil {
+					t.Fatal(err)
+				}
+				if wc := b.wait(t, 1, 20*time.Second)[0]; wc.Status != userlib.StatusSuccess ||
+					wc.Flags&userlib.WCInvalidated == 0 || wc.InvSTag != target.STag() {
+					t.Fatalf("send with invalidate received as %+v", wc)
+				}
+			} else {
+				if err := b.qp.PostSend(userlib.SendWR{WRID: 4, Op: userlib.OpLocalInv, InvSTag: target.STag(),
+					Flags: userlib.Signaled}); err != nil {
+					t.Fatal(err)
+				}
+				if wc := b.wait(t, 1, 20*time.Second)[0]; wc.Status != userlib.StatusSuccess || wc.Op != userlib.WCLocalInv {
+					t.Fatalf("local invalidate completed %+v", wc)
+				}
+			}
+			for i := range target.Bytes() {
+				target.Bytes()[i] = 0x77
+			}
+			if err := a.qp.PostSend(userlib.SendWR{WRID: 5, Op: userlib.OpWrite, SGEs: []userlib.SGE{a.mr.SGE(0, 100)},
+				RemoteAddr: target.Addr(), RKey: target.STag()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := awaitQPErr(t, b.qp); !isTerm(err, termTaggedInvSTag) {
+				t.Fatalf("write to the invalidated STag: %v", err)
+			}
+			if !bytes.Equal(target.Bytes(), bytes.Repeat([]byte{0x77}, len(target.Bytes()))) {
+				t.Fatal("the invalidated region changed")
+			}
+		})
+	}
+}
