@@ -47,7 +47,8 @@ static void iwarp_conn_release(struct kref *ref)
 		iwarp_qp_put(conn->qp);
 	if (conn->lsn)
 		iwarp_conn_put(conn->lsn);
-	kvfree(conn->txbuf);
+	if (conn->txpage)
+		put_page(conn->txpage);
 	kvfree(conn->swq);
 	kvfree(conn->orq);
 	kvfree(conn->irq);
@@ -472,11 +473,10 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 
 	conn->ord = max_t(u32, conn->res.ord, 1);
 	conn->ird = max_t(u32, conn->res.ird, 1);
-	conn->txbuf = kvmalloc(IWARP_TXBUF_SIZE, GFP_KERNEL_ACCOUNT);
 	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
 	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
 	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
-	if (!conn->txbuf || !conn->swq || !conn->orq || !conn->irq)
+	if (iwarp_tx_buf(conn) || !conn->swq || !conn->orq || !conn->irq)
 		return -ENOMEM;
 
 	/* MPA-40: stream positions count from the first FPDU octet. */

@@ -41,8 +41,13 @@ struct socket;
 
 /* Private data we accept and send: RFC 5044's limit. */
 #define IWARP_PDATA_MAX		512
-/* The transmit buffer: FPDUs framed and handed to TCP in one sendmsg. */
-#define IWARP_TXBUF_SIZE	(128 * 1024)
+/*
+ * The transmit buffer: FPDUs are framed into one compound page and its
+ * pages handed to TCP by reference (no second copy); TCP frees them once
+ * acknowledged, and the next batch takes a fresh buffer.
+ */
+#define IWARP_TXBUF_ORDER	5
+#define IWARP_TXBUF_SIZE	(PAGE_SIZE << IWARP_TXBUF_ORDER)
 
 /* SQ shadow: what the kernel took from a slot, until it completes. */
 struct iwarp_swqe {
@@ -136,7 +141,8 @@ struct iwarp_conn {
 	struct work_struct tx_work;
 	struct mutex tx_lock;		/* the transmit state below; flushing */
 	struct iwp_mpa_tx mtx;
-	u8 *txbuf;			/* IWARP_TXBUF_SIZE */
+	struct page *txpage;		/* compound, IWARP_TXBUF_ORDER; or NULL */
+	u8 *txbuf;			/* its address */
 	u32 tx_len;			/* framed octets in txbuf */
 	u32 tx_sent;			/* of which handed to TCP */
 	u32 mulpdu;
@@ -240,6 +246,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped);
 void iwarp_rx_work(struct work_struct *work);
 /* Ends the RQE in progress with @status (a completion) and drops its MRs. */
 void iwarp_rx_read(struct iwarp_conn *conn);
+int iwarp_tx_buf(struct iwarp_conn *conn);
 void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status);
 void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 term);
 bool iwarp_conn_term(struct iwarp_conn *conn, u8 *status, u8 *wc_flags, u32 *term);

@@ -3,8 +3,11 @@
  * Transmit engine: takes work requests from the SQ ring and Read Requests
  * from the IRQ, frames them as FPDUs into one buffer (payload copied once
  * from the pinned pages, CRC computed in the same pass) and hands the
- * buffer to TCP in one non-blocking sendmsg, which GSO segments. FPDUs are
- * sized from the socket's MSS (iwp_mulpdu()) so each fits a TCP segment.
+ * buffer's pages to TCP by reference (sendpage, no second copy), which GSO
+ * segments; the next batch takes a fresh buffer. FPDUs are sized from the
+ * socket's MSS (iwp_mulpdu()) so each fits a TCP segment. The copy is what
+ * makes a work request complete safely once handed to TCP: what TCP may
+ * retransmit is the snapshot, never the application's memory.
  *
  * A Send or RDMA Write completes once TCP has taken all of it (DDP-24); an
  * RDMA Read when its Read Response has been placed (rx.c). Completions are
@@ -544,21 +547,50 @@ static int iwarp_tx_term(struct iwarp_conn *conn)
 
 /* ---------------------------------------------------------------- the loop */
 
-/* Hands the buffer to TCP: 0 when all of it went, -EAGAIN, or an error. */
+/* A transmit buffer to frame into, unless one is there: 0 or -ENOMEM. */
+int iwarp_tx_buf(struct iwarp_conn *conn)
+{
+	struct page *page;
+
+	if (conn->txpage)
+		return 0;
+	page = alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_COMP | __GFP_NOWARN, IWARP_TXBUF_ORDER);
+	if (!page)
+		return -ENOMEM;
+	conn->txpage = page;
+	conn->txbuf = page_address(page);
+	conn->tx_len = 0;
+	conn->tx_sent = 0;
+	return 0;
+}
+
+/*
+ * Hands the buffer to TCP by reference, page by page: 0 when all of it
+ * went (the buffer is then TCP's alone), -EAGAIN, or an error.
+ */
 static int iwarp_tx_flush(struct iwarp_conn *conn)
 {
-	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
-	struct kvec iov;
 	unsigned long flags;
 	int n;
 
 	while (conn->tx_sent < conn->tx_len) {
-		iov.iov_base = conn->txbuf + conn->tx_sent;
-		iov.iov_len = conn->tx_len - conn->tx_sent;
-		n = kernel_sendmsg(conn->sock, &msg, &iov, 1, iov.iov_len);
+		u32 off = offset_in_page(conn->tx_sent);
+		u32 len = min_t(u32, conn->tx_len - conn->tx_sent, PAGE_SIZE - off);
+		int mflags = MSG_DONTWAIT | MSG_NOSIGNAL;
+
+		if (conn->tx_sent + len < conn->tx_len)
+			mflags |= MSG_SENDPAGE_NOTLAST;
+		n = kernel_sendpage(conn->sock, conn->txpage + (conn->tx_sent >> PAGE_SHIFT),
+				    off, len, mflags);
 		if (n < 0)
 			return n;
 		conn->tx_sent += n;
+	}
+	if (conn->txpage && conn->tx_len) {
+		/* TCP holds references to what it has not acknowledged. */
+		put_page(conn->txpage);
+		conn->txpage = NULL;
+		conn->txbuf = NULL;
 	}
 	conn->tx_len = 0;
 	conn->tx_sent = 0;
@@ -644,8 +676,20 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 		if (err) {
 			/* The stream is gone: nothing more can be sent. */
 			pr_debug("qp %u: transmit failed: %d\n", conn->qp->id, err);
+			if (conn->tx_sent) {
+				/* TCP may still hold pages of it: never reuse. */
+				put_page(conn->txpage);
+				conn->txpage = NULL;
+				conn->txbuf = NULL;
+			}
 			conn->tx_len = 0;
 			conn->tx_sent = 0;
+			conn->term_pending = false;
+			conn->term_done = true;
+			iwarp_conn_fail(conn, NULL, NULL, 0, false);
+		}
+		if (iwarp_tx_buf(conn)) {
+			/* No memory for a buffer: nothing can be framed. */
 			conn->term_pending = false;
 			conn->term_done = true;
 			iwarp_conn_fail(conn, NULL, NULL, 0, false);
