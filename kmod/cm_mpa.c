@@ -18,8 +18,10 @@
 
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/inetdevice.h>
 #include <linux/net.h>
 #include <linux/uio.h>
+#include <net/addrconf.h>
 #include <net/dst.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -162,8 +164,36 @@ static u8 iwarp_rtr_bits(u8 rtr)
  * The MPA policy of @conn: its link's defaults, then @p's overrides.
  * -ENETUNREACH if the route's device has no link.
  */
+/*
+ * The device whose link sets a connection's policy: the one its route
+ * leaves through, except that traffic between two local addresses runs
+ * over the loopback device: it then belongs to the device that owns the
+ * local address (a dummy device, say, as with siw). The result is only
+ * compared, never dereferenced.
+ */
+static const struct net_device *iwarp_cm_policy_dev(struct iwarp_conn *conn,
+						    const struct net_device *dev)
+{
+	struct net *net = sock_net(conn->sock->sk);
+	const struct net_device *own = NULL;
+
+	if (!(dev->flags & IFF_LOOPBACK))
+		return dev;
+	rcu_read_lock();
+	if (conn->local.ss_family == AF_INET)
+		own = __ip_dev_find(net, ((struct sockaddr_in *)&conn->local)->sin_addr.s_addr,
+				    false);
+#if IS_ENABLED(CONFIG_IPV6)
+	else if (conn->local.ss_family == AF_INET6)
+		own = ipv6_dev_find(net, &((struct sockaddr_in6 *)&conn->local)->sin6_addr, NULL);
+#endif
+	rcu_read_unlock();
+	return own ? own : dev;
+}
+
 static int iwarp_cm_policy(struct iwarp_conn *conn, const struct iwarp_cm_params *p)
 {
+	const struct net_device *dev;
 	struct iwarp_link_params lp;
 	struct iwp_mpa_policy *pol = &conn->pol;
 	struct iwarp_link *link;
@@ -173,9 +203,10 @@ static int iwarp_cm_policy(struct iwarp_conn *conn, const struct iwarp_cm_params
 	dst = sk_dst_get(conn->sock->sk);
 	if (!dst)
 		return -ENETUNREACH;
+	dev = iwarp_cm_policy_dev(conn, dst->dev);
 	mutex_lock(&iwarp_links_lock);
 	list_for_each_entry(link, &iwarp_links, list) {
-		if (link->netdev == dst->dev) {
+		if (link->netdev == dev) {
 			lp = link->params;
 			conn->ifindex = link->ifindex;
 			found = true;

@@ -13,6 +13,7 @@ import (
 
 	"github.com/iwarp/iwarp/ctl"
 	"github.com/iwarp/iwarp/userlib"
+	"github.com/vishvananda/netlink"
 )
 
 // matrixSizes are the message sizes of the datapath matrix.
@@ -213,4 +214,62 @@ func matrixOne(t *testing.T, a, b *rdmaEnd, op matrixOp, n int, seed byte) error
 		}
 	}
 	return nil
+}
+
+// TestRDMALoopback runs the opcodes between two endpoints of one namespace
+// over the address of a dummy device: the traffic takes the loopback
+// device (MSS near 64 KiB, so FPDUs of the largest size), and the
+// connections take their policy from the dummy device's link.
+func TestRDMALoopback(t *testing.T) {
+	tp := newTopology(t)
+	if err := RunInNetns(tp.A, func() error {
+		d := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "d0"}}
+		if err := netlink.LinkAdd(d); err != nil {
+			return err
+		}
+		addr, err := netlink.ParseAddr("10.12.0.1/24")
+		if err != nil {
+			return err
+		}
+		if err := netlink.AddrAdd(d, addr); err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(d)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, crc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crc=%v", crc), func(t *testing.T) {
+			var flags ctl.LinkFlags
+			if crc {
+				flags = ctl.FlagCRC
+			}
+			c := ctlIn(t, tp.A)
+			c.LinkDel("iwd0")
+			if _, err := c.LinkAdd("iwd0", ctl.LinkConfig{Netdev: "d0", Flags: flags}); err != nil {
+				t.Fatal(err)
+			}
+			size := 16<<20 + matrixTail
+			a := newRdmaEnd(t, tp.A, size, rdmaAccess)
+			b := newRdmaEnd(t, tp.A, size, rdmaAccess)
+			lo := &Topology{t: t, A: tp.A, B: tp.A}
+			connectPair(t, a, b, lo, netip.MustParseAddr("10.12.0.1"), nil)
+			for _, cm := range connsIn(t, tp.A) {
+				if (cm.Flags&ctl.ConnCRC != 0) != crc {
+					t.Fatalf("connection %d negotiated %v, want crc=%v", cm.ID, cm.Flags, crc)
+				}
+			}
+			seed := byte(3)
+			for _, op := range matrixOps {
+				for _, n := range []int{0, 1, 4096, 65535, 1 << 20, 16 << 20} {
+					seed += 11
+					if err := matrixOne(t, a, b, op, n, seed); err != nil {
+						t.Fatalf("%s of %d octets: %v", op.name, n, err)
+					}
+				}
+			}
+			a.checkGuards(t)
+			b.checkGuards(t)
+		})
+	}
 }
