@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"unsafe"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
@@ -195,7 +196,7 @@ func parseQP(b []byte) (QP, error) {
 // parseTermCounts decodes IWARP_A_STAT_TERMS: struct iwarp_term_count
 // entries (code, sent, rcvd; host order u32s).
 func parseTermCounts(b []byte) []TermCount {
-	const entry = 12
+	const entry = int(unsafe.Sizeof(netlinkproto.TermCount{}))
 	var out []TermCount
 	for ; len(b) >= entry; b = b[entry:] {
 		code := binary.NativeEndian.Uint32(b)
@@ -208,8 +209,7 @@ func parseTermCounts(b []byte) []TermCount {
 	return out
 }
 
-// termCodeOther is IWARP_TERM_CODE_OTHER.
-const termCodeOther = 0xffffffff
+const termCodeOther = netlinkproto.TermCodeOther
 
 // parseStat decodes the attribute at ad into s if it is a counter.
 func parseStat(ad *netlink.AttributeDecoder, s *Stats) {

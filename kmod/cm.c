@@ -378,8 +378,9 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
 	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR, 0);
 	if (was_up) {
-		iwarp_rx_release(conn);
+		/* flush first: it completes the receive a message was filling */
 		iwarp_conn_flush(conn, true);
+		iwarp_rx_release(conn);
 	}
 	mutex_unlock(&conn->tx_lock);
 	if (was_up)
@@ -430,7 +431,7 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 /* ----------------------------------------------------------- failures */
 
 void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
-		     const u8 *hdr, size_t hdr_len, bool received)
+		     const u8 *hdr, size_t hdr_len, u32 seg_len, bool received)
 {
 	struct iwarp_qp *qp = conn->qp;
 	unsigned long flags;
@@ -446,7 +447,7 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 		if (received) {
 			conn->stats.term_rcvd = BIT(31) | code;
 		} else if (!conn->term_done) {
-			iwp_term_prepare(&conn->term_msg, term, hdr, hdr_len, hdr_len);
+			iwp_term_prepare(&conn->term_msg, term, hdr, hdr_len, seg_len);
 			conn->term_pending = true;
 			conn->stats.term_sent = BIT(31) | code;
 		}

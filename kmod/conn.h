@@ -225,7 +225,7 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn);
  * reported; outstanding work is flushed. Any context but hard IRQ.
  */
 void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
-		     const u8 *hdr, size_t hdr_len, bool received);
+		     const u8 *hdr, size_t hdr_len, u32 seg_len, bool received);
 
 /* tx.c */
 void iwarp_tx_work(struct work_struct *work);

@@ -30,7 +30,8 @@ static int iwarp_rx_violation(struct iwarp_conn *conn, const struct iwp_rx_ev *e
 	struct iwp_term t;
 
 	iwp_term_set(&t, layer, etype, ecode);
-	iwarp_conn_fail(conn, &t, ev ? ev->hdr : NULL, ev ? ev->hdr_len : 0, false);
+	iwarp_conn_fail(conn, &t, ev ? ev->hdr : NULL, ev ? ev->hdr_len : 0,
+			ev ? ev->ulpdu_len : 0, false);
 	conn->rx_bad = true;
 	return -EBADMSG;
 }
@@ -457,7 +458,7 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 
 		iwp_term_set(&t, m->u.term.layer, m->u.term.etype, m->u.term.ecode);
 		conn->rx_bad = true;
-		iwarp_conn_fail(conn, &t, NULL, 0, true);
+		iwarp_conn_fail(conn, &t, NULL, 0, 0, true);
 		return -ECONNRESET;
 	}
 	}

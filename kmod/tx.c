@@ -288,7 +288,7 @@ static void iwarp_cur_fail(struct iwarp_conn *conn, struct iwarp_mr **mrs, u8 st
 
 	iwarp_cur_done(conn, mrs, status, true);
 	iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_CATA_STREAM);
-	iwarp_conn_fail(conn, &t, NULL, 0, false);
+	iwarp_conn_fail(conn, &t, NULL, 0, 0, false);
 }
 
 /*
@@ -686,13 +686,13 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			conn->tx_sent = 0;
 			conn->term_pending = false;
 			conn->term_done = true;
-			iwarp_conn_fail(conn, NULL, NULL, 0, false);
+			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
 		}
 		if (iwarp_tx_buf(conn)) {
 			/* No memory for a buffer: nothing can be framed. */
 			conn->term_pending = false;
 			conn->term_done = true;
-			iwarp_conn_fail(conn, NULL, NULL, 0, false);
+			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
 		}
 		if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS) {
 			if (READ_ONCE(conn->term_pending)) {

@@ -215,3 +215,18 @@ const (
 	IoctlMagic    = 0xA6                                                                                // IWARP_IOCTL_MAGIC
 	IoctlDoorbell = iocWrite<<iocDirShift | unsafe.Sizeof(Doorbell{})<<iocSizeShift | IoctlMagic<<8 | 1 // IWARP_IOCTL_DOORBELL: _IOW(0xA6, 1, struct iwarp_doorbell)
 )
+
+// Link counters (IWARP_A_STAT_TERMS).
+const (
+	LinkTermCodes = 16         // IWARP_LINK_TERM_CODES: entries a link keeps
+	TermCodeOther = 0xffffffff // IWARP_TERM_CODE_OTHER: the entry for codes beyond them
+)
+
+// TermCount is struct iwarp_term_count, one entry of IWARP_A_STAT_TERMS:
+// the Terminates of one code (layer << 12 | etype << 8 | ecode) a link's
+// connections sent and received. Host byte order.
+type TermCount struct {
+	Code uint32
+	Sent uint32
+	Rcvd uint32
+}

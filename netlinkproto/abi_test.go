@@ -33,6 +33,7 @@ func goLayout() map[string]abiField {
 		cq  CQE
 		ev  Event
 		db  Doorbell
+		tc  TermCount
 	)
 	f := func(size, off uintptr) abiField { return abiField{size, off} }
 	return map[string]abiField{
@@ -103,6 +104,11 @@ func goLayout() map[string]abiField {
 		"iwarp_doorbell":       f(unsafe.Sizeof(db), 0),
 		"iwarp_doorbell.qp_id": f(unsafe.Sizeof(db.QPID), unsafe.Offsetof(db.QPID)),
 		"iwarp_doorbell.queue": f(unsafe.Sizeof(db.Queue), unsafe.Offsetof(db.Queue)),
+
+		"iwarp_term_count":      f(unsafe.Sizeof(tc), 0),
+		"iwarp_term_count.code": f(unsafe.Sizeof(tc.Code), unsafe.Offsetof(tc.Code)),
+		"iwarp_term_count.sent": f(unsafe.Sizeof(tc.Sent), unsafe.Offsetof(tc.Sent)),
+		"iwarp_term_count.rcvd": f(unsafe.Sizeof(tc.Rcvd), unsafe.Offsetof(tc.Rcvd)),
 	}
 }
 
@@ -113,6 +119,9 @@ func goABIConstants() map[string]uint64 {
 		"IWARP_RING_CTRL_SIZE": RingCtrlSize,
 		"IWARP_RING_F_IDLE":    uint64(RingFIdle),
 		"IWARP_RING_F_ERROR":   uint64(RingFError),
+
+		"IWARP_LINK_TERM_CODES": LinkTermCodes,
+		"IWARP_TERM_CODE_OTHER": TermCodeOther,
 
 		"IWARP_CQ_ARM_NONE":      uint64(CQArmNone),
 		"IWARP_CQ_ARM_NEXT":      uint64(CQArmNext),
