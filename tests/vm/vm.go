@@ -253,16 +253,33 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	var qlog bytes.Buffer
-	cmd := exec.CommandContext(ctx, qemuBinary(), qemuArgs(&cfg, kernel, initrd, dir, repo, accel)...)
-	cmd.Stdout = &qlog
-	cmd.Stderr = &qlog
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	var (
+		qlog    bytes.Buffer
+		cmd     *exec.Cmd
+		start   time.Time
+		waitErr error
+	)
+	// A guest that has not started its init (which writes kmsg.txt) after
+	// bootWatchdog never will: QEMU is killed and started again.
+	for attempt := 1; ; attempt++ {
+		qlog.Reset()
+		cmd = exec.CommandContext(ctx, qemuBinary(), qemuArgs(&cfg, kernel, initrd, dir, repo, accel)...)
+		cmd.Stdout = &qlog
+		cmd.Stderr = &qlog
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
+		cmd.WaitDelay = 5 * time.Second
+		start = time.Now()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		if attempt == bootAttempts || waitBooted(ctx, filepath.Join(dir, fileKmsg), bootWatchdog) ||
+			ctx.Err() != nil {
+			break
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		fmt.Fprintf(os.Stderr, "vm: the guest did not boot within %v (attempt %d): starting it again\n",
+			bootWatchdog, attempt)
 	}
 	stop := make(chan struct{})
 	streamed := make(chan struct{})
@@ -272,7 +289,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			follow(filepath.Join(dir, fileOutput), cfg.Stdout, stop)
 		}
 	}()
-	waitErr := cmd.Wait()
+	waitErr = cmd.Wait()
 	res.Elapsed = time.Since(start)
 	close(stop)
 	<-streamed
@@ -303,6 +320,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, fmt.Errorf("vm: bad exit code %q", rc)
 	}
 	return res, nil
+}
+
+// Boot watchdog: under emulation the guest starts its init within a few
+// seconds; one that shows no sign of life after bootWatchdog is restarted,
+// bootAttempts times at most.
+const (
+	bootWatchdog = 2 * time.Minute
+	bootAttempts = 3
+)
+
+// waitBooted reports whether the file at path (written by the guest's init)
+// appeared within d; false also when ctx ends first.
+func waitBooted(ctx context.Context, path string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 func readString(path string) string {
