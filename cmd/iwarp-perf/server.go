@@ -44,6 +44,10 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 		starts []time.Time
 		ends   []time.Time
 		conns  []*serverConn
+		// answered counts the Accepts sent: the listener stays open
+		// until the last one, since closing it refuses the requests
+		// not yet accepted.
+		answered sync.WaitGroup
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	fail := func(err error) {
@@ -93,9 +97,12 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 			p.IRD = readDepth
 		}
 		wg.Add(1)
+		answered.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := cr.Accept(ctx, sc.qp, p); err != nil {
+			err := cr.Accept(ctx, sc.qp, p)
+			answered.Done()
+			if err != nil {
 				fail(fmt.Errorf("connection %d from %v: %w", req.Index, cr.Peer, err))
 				return
 			}
@@ -109,6 +116,7 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 			mu.Unlock()
 		}()
 	}
+	answered.Wait()
 	l.Close()
 	wg.Wait()
 	mu.Lock()
