@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,17 +11,57 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iwarp/iwarp/internal/pcap"
 	"github.com/iwarp/iwarp/wire"
 )
 
-const decodeLong = `Decode one direction of a raw MPA byte stream in FPDU mode, for example
-the TCP payload of one direction of a capture after the MPA Request or Reply
-frame. FILE "-" reads standard input.
+const decodeLong = `Decode iWARP traffic: a packet capture (pcap or pcapng, as dumpcap, tshark
+and tcpdump write them) or one direction of a raw MPA byte stream. FILE "-"
+reads standard input. A capture is recognised by its magic number; --raw
+reads any FILE as a raw stream. docs/DECODE.md has the details.
 
---offset is the stream position of the first octet counted from the start
-of FPDU mode in this direction; it fixes where markers fall (every 512
-octets, with --markers). --crc checks the CRC32c of every FPDU; without it
-the CRC field is not checked and is reported as "off".
+Captures. Link types Ethernet, Linux cooked (SLL, SLL2) and raw IP; IPv4
+and IPv6. Each TCP connection is put back in order (retransmitted and
+overlapping octets dropped, out-of-order segments held, sequence numbers
+wrapping); a hole the capture left is an error of that direction. The
+initiator's stream must start with an MPA Request and the responder's with
+an MPA Reply; other connections are skipped (listed in the summary, and on
+stderr with --verbose, which also reports every packet ignored). Both
+frames are printed (rev, M, C, R, Res, the RFC 6581 enhanced flag with IRD,
+ORD and the P2P and RTR flags, private data) and checked against each other
+("note" lines: IRD/ORD shortfall, RTR selection, reserved bits). They give
+each direction's FPDU mode: markers toward a side whose frame has M, CRC
+when either frame has C. Each direction is decoded from its first octet
+after its frame: markers every 512 octets from there, CRC checked, and
+with P2P the first FPDU checked to be the RTR the Reply selected.
+
+Lines start with the connection (initiator->responder) and the direction,
+i2r or r2i; frame=N is the capture packet that completed the FPDU
+(Wireshark's frame number). A "fpdu_mode" line gives a direction's markers,
+crc, stream offset, the TCP sequence number where FPDU mode starts, and
+where the mode came from. A summary ends the output: per direction FPDUs,
+opcodes, Terminates, CRC, marker and framing errors, holes and TCP
+counters; skipped connections; totals.
+
+When the capture starts after a connection's negotiation, --crc and
+--markers say how both its directions are framed (--offset is then the
+FPDU-mode stream position of the first octet captured); without either
+flag such connections are skipped. Where one frame is missing the flags
+stand in for it; where both are captured the flags are ignored.
+
+Exit status 1 when a CRC, marker or framing error, a hole in a stream, an
+unsupported link type or a damaged capture file was found, each reported
+in one line on stderr; decoding goes on with the other directions. A
+capture that ends inside an FPDU is "incomplete", not an error.
+
+With -j each line is a JSON object: an FPDU has the keys below plus conn,
+dir and frame; an MPA frame {conn, dir, frame, mpa}; a mode {conn, dir,
+fpdu_mode}; a note {conn, dir, note}; a summary {conn, dir, summary}.
+
+Raw stream. --offset is the stream position of the first octet counted from
+the start of FPDU mode in this direction; it fixes where markers fall
+(every 512 octets, with --markers). --crc checks the CRC32c of every FPDU;
+without it the CRC field is not checked and is reported as "off".
 
 Output is one line per FPDU. A framing error (bad CRC with --crc, a marker
 that does not point at its FPDU, or a stream ending inside an FPDU) prints
@@ -61,10 +102,11 @@ With -j each line is a JSON object with these keys (numbers are decimal):
 
 // newDecodeCmd returns `iwarpctl decode`.
 func newDecodeCmd(g *globalFlags) *cobra.Command {
-	var opt wire.StreamOptions
+	var opt pcapOptions
+	var raw bool
 	cmd := &cobra.Command{
-		Use:   "decode [--markers] [--crc] [--offset N] [--payload] FILE|-",
-		Short: "Decode a captured MPA stream (one direction, FPDU mode)",
+		Use:   "decode [--markers] [--crc] [--offset N] [--payload] [--raw] [--verbose] FILE|-",
+		Short: "Decode iWARP traffic in a capture (pcap, pcapng) or a raw MPA stream",
 		Long:  decodeLong,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -73,18 +115,22 @@ func newDecodeCmd(g *globalFlags) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDecode(cmd, g, opt, args[0])
+			f := cmd.Flags()
+			opt.flags = f.Changed("crc") || f.Changed("markers")
+			return runDecode(cmd, g, opt, raw, args[0])
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&opt.Markers, "markers", false, "the stream carries MPA markers")
-	f.BoolVar(&opt.CRC, "crc", false, "check the CRC32c (a bad CRC is a framing error)")
+	f.BoolVar(&opt.Markers, "markers", false, "the stream carries MPA markers (capture: where the negotiation is not captured)")
+	f.BoolVar(&opt.CRC, "crc", false, "check the CRC32c (capture: where the negotiation is not captured)")
 	f.Uint64Var(&opt.Offset, "offset", 0, "stream position of the first octet, from the start of FPDU mode")
 	f.BoolVar(&opt.Payload, "payload", false, "print each ULPDU in hex")
+	f.BoolVar(&raw, "raw", false, "read FILE as a raw MPA stream even if it starts like a capture")
+	f.BoolVar(&opt.verbose, "verbose", false, "capture: report ignored packets and skipped connections on stderr")
 	return cmd
 }
 
-func runDecode(cmd *cobra.Command, g *globalFlags, opt wire.StreamOptions, name string) error {
+func runDecode(cmd *cobra.Command, g *globalFlags, opt pcapOptions, raw bool, name string) error {
 	var in io.Reader = cmd.InOrStdin()
 	if name != "-" {
 		fh, err := os.Open(name)
@@ -94,12 +140,16 @@ func runDecode(cmd *cobra.Command, g *globalFlags, opt wire.StreamOptions, name 
 		defer fh.Close()
 		in = fh
 	}
+	br := bufio.NewReaderSize(in, 64<<10)
 	out := cmd.OutOrStdout()
+	if head, _ := br.Peek(4); !raw && pcap.Detect(head) != pcap.FormatUnknown {
+		return runDecodePcap(br, out, cmd.ErrOrStderr(), g, opt, name)
+	}
 	enc := json.NewEncoder(out)
 	if g.Pretty {
 		enc.SetIndent("", "  ")
 	}
-	err := wire.DecodeStream(in, opt, func(r wire.Record) error {
+	err := wire.DecodeStream(br, opt.StreamOptions, func(r wire.Record) error {
 		if g.JSON {
 			return enc.Encode(&r)
 		}
