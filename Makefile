@@ -13,7 +13,7 @@ GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
 .PHONY: all help deps kmod kmod-debug go generate check-generated test test-host \
-	test-proto fuzz demo sparse checkpatch vet clean
+	test-proto fuzz demo bench sparse checkpatch vet clean
 
 all: kmod go
 
@@ -21,6 +21,7 @@ help:
 	@echo "make            build kmod/iwarp.ko (for the guest kernel $(KVER)) and bin/*"
 	@echo "make deps       install what a fresh Debian 12 machine lacks (apt)"
 	@echo "make demo       boot a guest and show iwarp at work"
+	@echo "make bench      iwarp against siw and raw TCP in one guest (BENCH_FLAGS=-quick for a short run)"
 	@echo "make test       all tests: C protocol tests, Go host tests, VM tests"
 	@echo "make test-proto the C protocol tests only"
 	@echo "make fuzz       libFuzzer targets (FUZZ_TIME=seconds per target)"
@@ -41,7 +42,7 @@ kmod-debug:
 
 go:
 	@mkdir -p $(BIN)
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/...
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/... ./examples/...
 
 generate:
 	$(GO) run ./netlinkproto/gen -spec netlinkproto/iwarp.yaml -root .
@@ -82,6 +83,12 @@ test: deps
 demo: deps
 	$(MAKE) all
 	$(GO) run ./tests/vm/cmd/vmrun -demo
+
+# One guest boot: iperf3, siw with perftest and iwarp-perf, side by side
+# (tests/vm/bench.sh); the table goes to stdout, the rows to bench/results.json.
+bench: deps
+	$(MAKE) all
+	$(GO) run ./tests/vm/cmd/bench -o bench/results.json $(BENCH_FLAGS)
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs what a fresh Debian 12 machine lacks to build and test iwarp:
 # the guest kernel and its headers, QEMU, the initramfs tools, the C
-# toolchains and checkers. Idempotent and non-interactive: it only calls apt
-# when a package is missing.
+# toolchains and checkers, and the interop peers the guest tests run (siw's
+# userspace, rping, perftest, tshark, iperf3). Idempotent and
+# non-interactive: it only calls apt when a package is missing.
 set -eu
 
 PKGS="
@@ -12,6 +13,9 @@ bc
 busybox-static
 clang
 cpio
+ibverbs-providers
+ibverbs-utils
+iperf3
 iproute2
 kmod
 libclang-rt-14-dev
@@ -19,8 +23,12 @@ linux-source-6.1
 linux-headers-amd64
 linux-image-amd64
 llvm
+perftest
 qemu-system-x86
+rdma-core
+rdmacm-utils
 sparse
+tshark
 xz-utils
 "
 
@@ -36,6 +44,14 @@ if [ -n "$missing" ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 	export DEBIAN_FRONTEND=noninteractive
+	# tshark's postinst asks whether non-root users may capture; answer
+	# no up front so the install never prompts.
+	case " $missing " in
+	*" tshark "*)
+		echo "wireshark-common wireshark-common/install-setuid boolean false" |
+			$SUDO debconf-set-selections
+		;;
+	esac
 	$SUDO apt-get update -q
 	# shellcheck disable=SC2086
 	$SUDO apt-get install -y -q --no-install-recommends $missing

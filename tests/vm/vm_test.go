@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,17 @@ func TestVM(t *testing.T) {
 		t.Fatalf("building the guest tests: %v\n%s", err, out)
 	}
 
+	// siw, the reference peer of the interop tests, for the guest kernel:
+	// a run without it fails (tests/vm/siw.go).
+	kver, err := KernelVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	siwEnv, err := siwGuestEnv(kver, dir)
+	if err != nil {
+		t.Fatalf("building siw for the guest: %v", err)
+	}
+
 	// The guest's own -test.timeout fires first, so a hanging test panics
 	// with every goroutine's stack instead of being killed silently.
 	args := []string{bin, "-test.v=test2json", "-test.count=1",
@@ -101,6 +113,7 @@ done
 			"IWARPCTL":       filepath.Join(repo, "bin", "iwarpctl"),
 		},
 	}
+	maps.Copy(cfg.Env, siwEnv)
 	if os.Getenv("IWARP_VM_STREAM") == "1" {
 		cfg.Stdout = &linePrefixer{w: os.Stdout, prefix: "guest| "}
 	}
