@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/netip"
@@ -67,6 +68,11 @@ type config struct {
 	verify  bool          // check every octet
 	json    bool          // one JSON object on stdout
 	timeout time.Duration // whole run; 0: none
+	// perftest mode: the protocol of perftest's tools run with -R.
+	perftest    bool
+	reportGbits bool // report rates to the C server in Gb/s (else MB/s)
+	outReads    int  // read: RDMA Reads in flight; 0: perftest's default
+	rxDepth     int  // send: receives per connection; 0: perftest's default
 }
 
 // mode is the name of the run, as perftest names its tools: write_bw,
@@ -92,6 +98,13 @@ type rawFlags struct {
 	json    bool
 	bind    string
 	timeout time.Duration
+	// perftest mode
+	perftest    bool
+	reportGbits bool
+	outs        int
+	rxDepth     int
+	sizeSet     bool // -s given: else perftest mode takes perftest's default
+	itersSet    bool // -n given
 }
 
 // parseSize reads a size in octets with an optional K or M (binary)
@@ -161,6 +174,9 @@ func buildConfig(f *rawFlags, args []string) (*config, error) {
 	if c.qps < 1 || c.qps > maxQPs {
 		return nil, fmt.Errorf("-q %d: must be 1 to %d", c.qps, maxQPs)
 	}
+	if err := perftestConfig(c, f); err != nil {
+		return nil, err
+	}
 	if c.lat && c.test == testWrite && c.size < 1 {
 		return nil, fmt.Errorf("write latency polls the last octet of the buffer: -s must be at least 1")
 	}
@@ -189,3 +205,58 @@ func buildConfig(f *rawFlags, args []string) (*config, error) {
 // defaultBind is the server's default listen address: every IPv4 address
 // (-B :: listens on IPv6).
 const defaultBind = "0.0.0.0"
+
+// perftestConfig applies the perftest-mode flags to c: perftest's defaults
+// for -s and -n where not given, and the combinations perftest mode does
+// not take.
+func perftestConfig(c *config, f *rawFlags) error {
+	if !f.perftest {
+		switch {
+		case f.reportGbits:
+			return fmt.Errorf("--report_gbits is a --perftest option")
+		case f.outs != 0:
+			return fmt.Errorf("-o is a --perftest option")
+		case f.rxDepth != 0:
+			return fmt.Errorf("-r is a --perftest option")
+		}
+		return nil
+	}
+	c.perftest, c.reportGbits, c.outReads, c.rxDepth = true, f.reportGbits, f.outs, f.rxDepth
+	tool, err := ptToolOf(c.test, c.lat)
+	if err != nil {
+		return err
+	}
+	if !f.sizeSet && c.lat {
+		c.size = ptLatSize
+	}
+	if !f.itersSet && tool == ptWriteBW {
+		c.iters = ptWriteBWIters
+	}
+	switch {
+	case c.size < 1:
+		return fmt.Errorf("-s %d: perftest's messages have at least 1 octet", c.size)
+	case c.verify:
+		return fmt.Errorf("--verify does not go with --perftest: perftest does not check data")
+	case c.lat && c.qps > 1:
+		return fmt.Errorf("-q %d: perftest's latency tools use one connection", c.qps)
+	case c.reportGbits && c.lat:
+		return fmt.Errorf("--report_gbits applies to the bandwidth tools")
+	case f.outs != 0 && tool != ptReadBW:
+		return fmt.Errorf("-o applies to -t read (ib_read_bw)")
+	case f.outs < 0 || f.outs > maxOutReads:
+		return fmt.Errorf("-o %d: must be 1 to %d", f.outs, maxOutReads)
+	case f.rxDepth != 0 && c.test != testSend:
+		return fmt.Errorf("-r applies to -t send (ib_send_bw, ib_send_lat)")
+	case f.rxDepth < 0 || f.rxDepth > maxRxDepth:
+		return fmt.Errorf("-r %d: must be 1 to %d", f.rxDepth, maxRxDepth)
+	case tool == ptSendBW && min(c.iters, cmp.Or(f.rxDepth, ptDefaultRxDepth)) < 2:
+		return fmt.Errorf("ib_send_bw needs a receive depth (-r, capped to -n) of at least 2")
+	}
+	return nil
+}
+
+// Limits of the perftest-mode flags.
+const (
+	maxOutReads = 16383 // RFC 6581: 14-bit IRD and ORD
+	maxRxDepth  = 16384 // receives per connection
+)

@@ -16,6 +16,13 @@
 // print one line (or, with -j, one JSON object) on stdout; the server's
 // progress goes to stderr. Usage errors exit 2, runtime errors 1 (also a
 // failed --verify).
+//
+// With --perftest iwarp-perf speaks instead the protocol of perftest's
+// tools run with -R (rdma_cm), as client of ib_write_bw, ib_read_bw,
+// ib_send_bw, ib_write_lat or ib_send_lat servers (-t, --lat) or as server
+// for their clients. Both sides must then be given the same test, -s, -n
+// and -q, as with perftest itself; -s and -n default to perftest's
+// defaults. perftest_proto.go has the details.
 package main
 
 import (
@@ -53,11 +60,22 @@ Without ADDR iwarp-perf is the server: it listens, serves one run (all the
 connections of one client) and exits. With ADDR it is the client and
 chooses the test. Sizes take a K or M suffix (binary). --crc and --markers
 make the client ask for those MPA settings (revision 2; an option not
-given is off); without either the link's defaults apply.`,
+given is off); without either the link's defaults apply.
+
+With --perftest iwarp-perf is a peer of perftest's tools run with -R
+(ib_write_bw, ib_read_bw, ib_send_bw: -t write|read|send; ib_write_lat,
+ib_send_lat: with --lat), as client or server. Give both sides the same
+test, -s, -n, -q (and -o, -r where changed): perftest does not exchange
+them. -s and -n then default to perftest's (65536 or 2 octets; 5000
+iterations for ib_write_bw, else 1000), the port to 18515 as before.
+The client asks for MPA revision 2 without peer-to-peer mode, with CRC
+and markers only as --crc and --markers say. There is no Read latency
+test in this mode.`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.sizeSet, f.itersSet = cmd.Flags().Changed("size"), cmd.Flags().Changed("iterations")
 			cfg, err := buildConfig(&f, args)
 			if err != nil {
 				return usageErr(err)
@@ -82,6 +100,10 @@ given is off); without either the link's defaults apply.`,
 	fl.BoolVarP(&f.json, "json", "j", false, "print one JSON object")
 	fl.StringVarP(&f.bind, "bind", "B", defaultBind, "server: address to listen on")
 	fl.DurationVar(&f.timeout, "timeout", 0, "limit for the whole run, e.g. 30s (0: none)")
+	fl.BoolVar(&f.perftest, "perftest", false, "speak perftest's -R protocol (ib_write_bw... as the peer)")
+	fl.BoolVar(&f.reportGbits, "report_gbits", false, "perftest: report bandwidth to the peer in Gb/s, as its --report_gbits")
+	fl.IntVarP(&f.outs, "outs", "o", 0, "perftest -t read: RDMA Reads in flight, as its -o (default 128)")
+	fl.IntVarP(&f.rxDepth, "rx-depth", "r", 0, "perftest -t send: receives per connection, as its -r (default 512, capped to -n)")
 	return cmd
 }
 
@@ -94,7 +116,13 @@ func run(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 	}
 	var res *result
 	var err error
-	if cfg.server {
+	if cfg.perftest {
+		logw := stderr
+		if cfg.json {
+			logw = io.Discard
+		}
+		res, err = runPerftest(ctx, cfg, logw)
+	} else if cfg.server {
 		logw := stderr
 		if cfg.json {
 			logw = io.Discard
