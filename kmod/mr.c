@@ -121,37 +121,54 @@ int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd)
 	return err;
 }
 
-static int iwarp_mr_pin(struct iwarp_mr *mr, struct netlink_ext_ack *extack)
+/* Pins every page of @mr with @gup; on failure nothing stays pinned. */
+static int iwarp_mr_pin_all(struct iwarp_mr *mr, unsigned int gup)
 {
-	unsigned int gup = FOLL_LONGTERM;
 	unsigned long start = mr->addr & PAGE_MASK;
 	unsigned long done = 0;
 	int n;
 
-	if (iwarp_mr_writable(mr->access))
-		gup |= FOLL_WRITE;
-	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
-	if (!mr->pages)
-		return -ENOMEM;
 	while (done < mr->npages) {
 		n = pin_user_pages_fast(start + (done << PAGE_SHIFT),
 					min(mr->npages - done, IWARP_MR_PIN_BATCH), gup,
 					mr->pages + done);
 		if (n <= 0) {
 			unpin_user_pages(mr->pages, done);
-			kvfree(mr->pages);
-			mr->pages = NULL;
-			if (n == 0 || n == -EFAULT) {
-				NL_SET_ERR_MSG(extack,
-					       "IWARP_A_MR_ADDR: the range is not mapped with the requested access");
-				return -EFAULT;
-			}
-			return n;
+			return n ?: -EFAULT;
 		}
 		done += n;
 		cond_resched();
 	}
 	return 0;
+}
+
+/*
+ * Pages are pinned for writing whenever the mapping allows it, even for an
+ * MR the peer and the engines only read: a read-only pin of memory never
+ * written takes the shared zero page (or a page still shared copy-on-write),
+ * and the process's later writes would land in a copy the MR never sees.
+ * Only a mapping that cannot be written is pinned read-only.
+ */
+static int iwarp_mr_pin(struct iwarp_mr *mr, struct netlink_ext_ack *extack)
+{
+	int err;
+
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!mr->pages)
+		return -ENOMEM;
+	err = iwarp_mr_pin_all(mr, FOLL_LONGTERM | FOLL_WRITE);
+	if (err == -EFAULT && !iwarp_mr_writable(mr->access))
+		err = iwarp_mr_pin_all(mr, FOLL_LONGTERM);
+	if (err) {
+		kvfree(mr->pages);
+		mr->pages = NULL;
+		if (err == -EFAULT) {
+			NL_SET_ERR_MSG(extack,
+				       "IWARP_A_MR_ADDR: the range is not mapped with the requested access");
+			return -EFAULT;
+		}
+	}
+	return err;
 }
 
 static void iwarp_mr_unpin(struct iwarp_mr *mr)

@@ -90,3 +90,58 @@ func TestRDMABasic(t *testing.T) {
 	a.checkGuards(t)
 	b.checkGuards(t)
 }
+
+// TestRDMAUntouchedSource registers memory the process never wrote, without
+// local write access (a Send and RDMA Read source), then writes it: the
+// peer must get what was written, not the zero page the mapping started
+// with.
+func TestRDMAUntouchedSource(t *testing.T) {
+	tp := newTopology(t)
+	linkUp(t, tp, 0)
+	const size = 64 << 10
+	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
+	b := newRdmaEnd(t, tp.B, size, rdmaAccess)
+	connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), nil)
+
+	fresh, err := userlib.Alloc(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Free()
+	mr, err := a.pd.RegisterMR(fresh.Bytes(), userlib.RemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	src := fresh.Bytes()
+	for i := range src {
+		src[i] = byte(i*5 + 3)
+	}
+	// Send from it, then let the peer read it.
+	if err := b.qp.PostRecv(1, b.mr.SGE(0, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.qp.PostSend(userlib.SendWR{WRID: 2, Op: userlib.OpSend, Flags: userlib.Signaled,
+		SGEs: []userlib.SGE{mr.SGE(0, 4096)}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := a.wait(t, 1, 20*time.Second); wc[0].Status != userlib.StatusSuccess {
+		t.Fatalf("send %+v", wc)
+	}
+	if wc := b.wait(t, 1, 20*time.Second); wc[0].Status != userlib.StatusSuccess || wc[0].ByteLen != 4096 {
+		t.Fatalf("receive %+v", wc)
+	}
+	if !bytes.Equal(b.buf[:4096], src[:4096]) {
+		t.Fatal("the Send carried other octets than the source holds")
+	}
+	if err := b.qp.PostSend(userlib.SendWR{WRID: 3, Op: userlib.OpRead, Flags: userlib.Signaled,
+		SGEs: []userlib.SGE{b.mr.SGE(0, size)}, RemoteAddr: mr.Addr(), RKey: mr.STag()}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := b.wait(t, 1, 20*time.Second); wc[0].Status != userlib.StatusSuccess || wc[0].ByteLen != size {
+		t.Fatalf("read %+v", wc)
+	}
+	if !bytes.Equal(b.buf[:size], src) {
+		t.Fatal("the RDMA Read returned other octets than the source holds")
+	}
+}
