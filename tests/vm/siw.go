@@ -282,10 +282,10 @@ func editSiwConsts(src []byte, edits []siwConst) ([]byte, error) {
 	return out, nil
 }
 
-// siwGuestEnv builds siw and copies every variant into dir (shared with the
+// SiwGuestEnv builds siw and copies every variant into dir (shared with the
 // guest: the cache may sit under a directory the guest hides, like /root),
 // returning IWARP_SIW_<VARIANT> -> path for the guest's environment.
-func siwGuestEnv(kver, dir string) (map[string]string, error) {
+func SiwGuestEnv(kver, dir string) (map[string]string, error) {
 	paths, err := BuildSiw(kver)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func TestVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeout := 20 * time.Minute
+	timeout := 45 * time.Minute
 	if s := os.Getenv("IWARP_VM_TIMEOUT"); s != "" {
 		if timeout, err = time.ParseDuration(s); err != nil {
 			t.Fatalf("IWARP_VM_TIMEOUT: %v", err)
@@ -77,7 +77,7 @@ func TestVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	siwEnv, err := siwGuestEnv(kver, dir)
+	siwEnv, err := SiwGuestEnv(kver, dir)
 	if err != nil {
 		t.Fatalf("building siw for the guest: %v", err)
 	}

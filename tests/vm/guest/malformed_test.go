@@ -220,6 +220,12 @@ func TestMalformed(t *testing.T) {
 			}
 			m := newMalTarget(t, tp, 128<<10, true, post)
 			fillPattern(m.e.buf, 0x55)
+			// The damaged frames are captured: the wire checks must
+			// see them too (they can fail).
+			var capt *capture
+			if tc.name == "bad-crc" || tc.name == "bad-marker" {
+				capt = startCapture(t, tp.B, "vb")
+			}
 			p := dialMal(t, tp, m.addr)
 			req := defaultMalRequest()
 			req.Markers = tc.markers
@@ -235,6 +241,9 @@ func TestMalformed(t *testing.T) {
 				}
 			}
 			checkTermStream(t, p.drain(), tc.want, u)
+			if capt != nil {
+				checkDamagedCapture(t, capt.stop(t), tc.name)
+			}
 			wrid, status := tc.wrid, tc.status
 			if wrid == 0 {
 				wrid = 1
@@ -538,4 +547,32 @@ func malBadReply(t *testing.T, tp *Topology, reply func(req *wire.MPAFrame) []by
 		t.Fatalf("the module sent %+v (%v) after its Request, want Terminate %v", s, err, &want)
 	}
 	t.Logf("the module sent Terminate %v before closing", &want)
+}
+
+// checkDamagedCapture: the capture of a bad-crc or bad-marker case shows
+// the damage to tshark (bad CRC) and to iwarpctl decode (exit status 1 with
+// the error counted), and the Terminate that answered it.
+func checkDamagedCapture(t *testing.T, file, name string) {
+	t.Helper()
+	defer keepCapture(t, file)
+	dec := decodeCapture(t, file)
+	t.Logf("iwarpctl decode: %v", dec)
+	if dec.Exit != 1 || dec.Terminates != 1 || dec.Opcodes["terminate"] != 1 {
+		t.Fatalf("iwarpctl decode of a damaged stream: %v", dec)
+	}
+	switch name {
+	case "bad-crc":
+		if dec.CRCErrors != 1 {
+			t.Fatalf("iwarpctl decode counts %d CRC errors, want 1", dec.CRCErrors)
+		}
+		rep := wireCheck(t, file)
+		t.Logf("tshark: %v", rep)
+		if rep.CRCBad != 1 {
+			t.Fatalf("tshark finds %d bad CRCs, want 1: %v", rep.CRCBad, rep)
+		}
+	case "bad-marker":
+		if dec.MarkerErrors != 1 {
+			t.Fatalf("iwarpctl decode counts %d marker errors, want 1", dec.MarkerErrors)
+		}
+	}
 }

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// benchRun is one measurement block of bench.sh's output.
+type benchRun struct {
+	topo, impl, op, crc, metric string
+	size                        int
+	client, server              string // the tools' output
+	rc                          int
+}
+
+// parseRuns splits bench.sh's output into its blocks and notes.
+func parseRuns(out string) (runs []benchRun, notes []string, err error) {
+	var cur *benchRun
+	inServer := false
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case strings.HasPrefix(l, "@@run "):
+			r := benchRun{}
+			for _, kv := range strings.Fields(l[len("@@run "):]) {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "topo":
+					r.topo = v
+				case "impl":
+					r.impl = v
+				case "op":
+					r.op = v
+				case "crc":
+					r.crc = v
+				case "metric":
+					r.metric = v
+				case "size":
+					if r.size, err = strconv.Atoi(v); err != nil {
+						return nil, nil, fmt.Errorf("bad block header %q", l)
+					}
+				}
+			}
+			cur, inServer = &r, false
+		case strings.HasPrefix(l, "@@server") && cur != nil:
+			inServer = true
+		case strings.HasPrefix(l, "@@end rc=") && cur != nil:
+			cur.rc, _ = strconv.Atoi(strings.TrimPrefix(l, "@@end rc="))
+			runs = append(runs, *cur)
+			cur = nil
+		case strings.HasPrefix(l, "@@note "):
+			notes = append(notes, strings.TrimPrefix(l, "@@note "))
+		case cur != nil && inServer:
+			cur.server += l + "\n"
+		case cur != nil:
+			cur.client += l + "\n"
+		}
+	}
+	return runs, notes, sc.Err()
+}
+
+// value extracts the figure of a run: Gb/s for bandwidth, µs (median,
+// half round trip for write and send) for latency.
+func (r *benchRun) value() (float64, error) {
+	if r.rc != 0 {
+		return 0, fmt.Errorf("exit status %d: %s", r.rc, lastLines(r.client+r.server, 3))
+	}
+	switch r.impl {
+	case "tcp":
+		return iperf3Gbps(r.client)
+	case "ours":
+		return oursValue(r.client, r.metric)
+	case "siw":
+		v, err := perftestValue(r.client, r.metric)
+		if err == nil && v == 0 && r.metric == "bw" {
+			// perftest's send_bw sender may print 0: the receiver counts.
+			return perftestValue(r.server, r.metric)
+		}
+		return v, err
+	}
+	return 0, fmt.Errorf("unknown implementation %q", r.impl)
+}
+
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, " | ")
+}
+
+// jsonObject returns the first JSON object in s.
+func jsonObject(s string, v any) error {
+	i := strings.Index(s, "{")
+	if i < 0 {
+		return fmt.Errorf("no JSON object in %q", lastLines(s, 3))
+	}
+	return json.NewDecoder(strings.NewReader(s[i:])).Decode(v)
+}
+
+func iperf3Gbps(s string) (float64, error) {
+	var o struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+		Error string `json:"error"`
+	}
+	if err := jsonObject(s, &o); err != nil {
+		return 0, err
+	}
+	if o.Error != "" {
+		return 0, fmt.Errorf("iperf3: %s", o.Error)
+	}
+	if o.End.SumReceived.BitsPerSecond <= 0 {
+		return 0, fmt.Errorf("iperf3 reports no throughput")
+	}
+	return o.End.SumReceived.BitsPerSecond / 1e9, nil
+}
+
+func oursValue(s, metric string) (float64, error) {
+	var o struct {
+		Gbps float64 `json:"gbps"`
+		Lat  *struct {
+			P50 float64 `json:"p50"`
+		} `json:"lat_us"`
+	}
+	if err := jsonObject(s, &o); err != nil {
+		return 0, err
+	}
+	if metric == "lat" {
+		if o.Lat == nil || o.Lat.P50 <= 0 {
+			return 0, fmt.Errorf("iwarp-perf reports no latency")
+		}
+		return o.Lat.P50, nil
+	}
+	return o.Gbps, nil
+}
+
+// perftestValue reads perftest's report: BW average [Gb/sec] (benchRun with
+// --report_gbits) or t_typical [usec], from the row under the header.
+func perftestValue(s, metric string) (float64, error) {
+	col, key := 3, "BW average"
+	if metric == "lat" {
+		col, key = 4, "t_typical"
+	}
+	ls := strings.Split(s, "\n")
+	for i, l := range ls {
+		if !strings.Contains(l, "#bytes") || !strings.Contains(l, key) {
+			continue
+		}
+		for _, row := range ls[i+1:] {
+			f := strings.Fields(row)
+			if len(f) <= col {
+				continue
+			}
+			if _, err := strconv.Atoi(f[0]); err != nil {
+				continue
+			}
+			return strconv.ParseFloat(f[col], 64)
+		}
+	}
+	return 0, fmt.Errorf("no perftest report in %q", lastLines(s, 3))
+}
+
+// Row is one line of the table and of bench/results.json.
+type Row struct {
+	Topo   string   `json:"topo"`
+	Op     string   `json:"op"`
+	Size   int      `json:"size"`
+	CRC    string   `json:"crc"`
+	Metric string   `json:"metric"`
+	Ours   *float64 `json:"ours"`
+	Siw    *float64 `json:"siw"`
+	TCP    *float64 `json:"tcp"`
+	Unit   string   `json:"unit"`
+}
+
+// rows joins the runs into rows; failed runs become errors (the row keeps
+// a null figure).
+func rows(runs []benchRun) ([]Row, []error) {
+	type key struct {
+		topo, op, crc, metric string
+		size                  int
+	}
+	tcp := map[string]float64{} // topo/size -> Gb/s
+	byKey := map[key]*Row{}
+	var order []key
+	var errs []error
+	for i := range runs {
+		r := &runs[i]
+		v, err := r.value()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s %s %d crc %s %s: %w", r.topo, r.impl, r.op, r.size, r.crc, r.metric, err))
+			if r.impl == "tcp" {
+				continue
+			}
+		}
+		if r.impl == "tcp" {
+			tcp[fmt.Sprint(r.topo, "/", r.size)] = v
+			continue
+		}
+		k := key{r.topo, r.op, r.crc, r.metric, r.size}
+		row := byKey[k]
+		if row == nil {
+			unit := "Gb/s"
+			if r.metric == "lat" {
+				unit = "us"
+			}
+			row = &Row{Topo: r.topo, Op: r.op, Size: r.size, CRC: r.crc, Metric: r.metric, Unit: unit}
+			byKey[k] = row
+			order = append(order, k)
+		}
+		if err != nil {
+			continue
+		}
+		switch r.impl {
+		case "ours":
+			row.Ours = &v
+		case "siw":
+			row.Siw = &v
+		}
+	}
+	out := make([]Row, 0, len(order))
+	for _, k := range order {
+		row := byKey[k]
+		if row.Metric == "bw" {
+			if v, ok := tcp[fmt.Sprint(row.Topo, "/", row.Size)]; ok {
+				row.TCP = &v
+			}
+		}
+		out = append(out, *row)
+	}
+	metricRank := map[string]int{"bw": 0, "lat": 1}
+	opRank := map[string]int{"write": 0, "read": 1, "send": 2}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.Topo != b.Topo:
+			return a.Topo > b.Topo // veth first
+		case a.Metric != b.Metric:
+			return metricRank[a.Metric] < metricRank[b.Metric]
+		case a.Op != b.Op:
+			return opRank[a.Op] < opRank[b.Op]
+		case a.CRC != b.CRC:
+			return a.CRC < b.CRC // off first
+		}
+		return a.Size < b.Size
+	})
+	return out, errs
+}
+
+// ratio is a/b as text, "-" when either is missing.
+func ratio(a, b *float64) string {
+	if a == nil || b == nil || *b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *a / *b)
+}
+
+func figure(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	if *v >= 100 {
+		return fmt.Sprintf("%.0f", *v)
+	}
+	return fmt.Sprintf("%.3f", *v)
+}
+
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dM", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dK", n>>10)
+	}
+	return strconv.Itoa(n)
+}
+
+// table formats the rows. For latency lower is better, so the ratios are
+// still ours/other: below 1 means ours is faster.
+func table(rs []Row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-9s %-5s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
+		"TOPO", "OP", "SIZE", "CRC", "KIND", "OURS", "SIW", "TCP", "OURS/SIW", "OURS/TCP", "UNIT")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "%-9s %-5s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
+			r.Topo, r.Op, sizeText(r.Size), r.CRC, r.Metric, figure(r.Ours), figure(r.Siw), figure(r.TCP),
+			ratio(r.Ours, r.Siw), ratio(r.Ours, r.TCP), r.Unit)
+	}
+	return b.String()
+}

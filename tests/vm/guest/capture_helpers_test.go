@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build vmguest
+
+package guest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// capture is a dumpcap recording of one interface in a namespace.
+type capture struct {
+	file string
+	cmd  *exec.Cmd
+	errb bytes.Buffer
+	done bool
+}
+
+// startCapture records the TCP traffic on iface in netns ns until stop
+// (or the end of the test). The capture must start before the MPA Request
+// for the dissectors to find the stream; it returns once dumpcap captures.
+func startCapture(t *testing.T, ns, iface string) *capture {
+	t.Helper()
+	c := &capture{file: filepath.Join(t.TempDir(), iface+".pcapng")}
+	// -a filesize bounds a runaway capture (KB); -B keeps bursts.
+	c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-i", iface, "-f", "tcp",
+		"-w", c.file, "-a", "filesize:400000", "-B", "16")
+	c.cmd.Stderr = &c.errb
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("dumpcap: %v", err)
+	}
+	t.Cleanup(func() { c.stopQuiet() })
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(c.errb.String(), "Capturing on") {
+		if time.Now().After(deadline) {
+			t.Fatalf("dumpcap did not start: %s", c.errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// dumpcap announces itself before its socket receives: traffic of
+	// the next moments would be missed (a short exchange entirely).
+	time.Sleep(1500 * time.Millisecond)
+	return c
+}
+
+func (c *capture) stopQuiet() error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	c.cmd.Process.Signal(syscall.SIGINT)
+	return c.cmd.Wait()
+}
+
+// stop ends the capture and returns its file.
+func (c *capture) stop(t *testing.T) string {
+	t.Helper()
+	// dumpcap drops what it has not read from the kernel when it is
+	// interrupted; under emulation it trails the traffic by seconds.
+	// Wait until the file stops growing.
+	last := int64(-1)
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		time.Sleep(700 * time.Millisecond)
+		st, err := os.Stat(c.file)
+		if err == nil && st.Size() == last {
+			break
+		}
+		if err == nil {
+			last = st.Size()
+		}
+	}
+	if err := c.stopQuiet(); err != nil {
+		t.Fatalf("dumpcap (stopped with SIGINT): %v: %s", err, c.errb.String())
+	}
+	return c.file
+}
+
+// wireReport is what Wireshark's iWARP dissectors make of a capture.
+type wireReport struct {
+	Frames     int
+	MPAReq     int            // MPA Request frames
+	MPARep     int            // MPA Reply frames
+	FPDUs      int            // FPDUs decoded
+	CRCChecked int            // FPDUs whose CRC tshark computed
+	CRCBad     int            // FPDUs whose CRC field differs from tshark's
+	Malformed  int            // frames tshark calls malformed
+	Opcodes    map[string]int // RDMAP opcodes by name
+	Problems   []string       // expert errors other than RFC 5044-only checks
+}
+
+// rdmapNames are the RDMAP opcodes as tshark prints them (decimal).
+var rdmapNames = map[uint64]string{
+	0: "write", 1: "read_request", 2: "read_response", 3: "send",
+	4: "send_inv", 5: "send_se", 6: "send_se_inv", 7: "terminate",
+	8: "immediate", 9: "immediate_se", 10: "atomic_request", 11: "atomic_response",
+}
+
+// wireCheck decodes file with tshark. MPA revision 2 and the RFC 6581
+// flag are errors to tshark (it knows RFC 5044 only); those are not
+// problems here.
+func wireCheck(t *testing.T, file string) *wireReport {
+	t.Helper()
+	cmd := exec.Command("tshark", "-r", file, "-n", "--disable-heuristic", "rpcrdma_iwarp",
+		"-o", "tcp.desegment_tcp_streams:TRUE",
+		"-T", "fields", "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=;",
+		"-e", "frame.number", "-e", "iwarp_mpa.key.req", "-e", "iwarp_mpa.key.rep",
+		"-e", "iwarp_mpa.ulpdulength", "-e", "iwarp_mpa.crc", "-e", "iwarp_mpa.crc_check",
+		"-e", "iwarp_rdma.opcode", "-e", "_ws.malformed", "-e", "_ws.expert.message",
+		"-e", "_ws.expert.severity")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tshark -r %s: %v: %s", file, err, errb.String())
+	}
+	r := &wireReport{Opcodes: map[string]int{}}
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ";")
+	}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		for len(f) < 10 {
+			f = append(f, "")
+		}
+		r.Frames++
+		r.MPAReq += len(split(f[1]))
+		r.MPARep += len(split(f[2]))
+		r.FPDUs += len(split(f[3]))
+		for _, op := range split(f[6]) {
+			name := "opcode_" + op
+			if v, err := strconv.ParseUint(op, 0, 8); err == nil && rdmapNames[v] != "" {
+				name = rdmapNames[v]
+			}
+			r.Opcodes[name]++
+		}
+		if f[7] != "" {
+			r.Malformed++
+		}
+		msgs, sevs := split(f[8]), split(f[9])
+		for i, m := range msgs {
+			sev := ""
+			if i < len(sevs) {
+				sev = sevs[i]
+			}
+			if !isExpertError(sev) || rfc5044Only(m) {
+				continue
+			}
+			r.Problems = append(r.Problems, fmt.Sprintf("frame %s: %s", f[0], m))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The dissector puts its CRC verdict in the text of the CRC field
+	// only ("Good CRC32" or "Bad CRC32, should be ..."): count those.
+	cmd = exec.Command("tshark", "-r", file, "-n", "--disable-heuristic", "rpcrdma_iwarp",
+		"-o", "tcp.desegment_tcp_streams:TRUE", "-O", "iwarp_mpa", "-V")
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	vs := bufio.NewScanner(pipe)
+	vs.Buffer(make([]byte, 1<<20), 64<<20)
+	for vs.Scan() {
+		l := vs.Bytes()
+		switch {
+		case bytes.Contains(l, []byte("(Good CRC32)")):
+			r.CRCChecked++
+		case bytes.Contains(l, []byte("(Bad CRC32")):
+			r.CRCChecked++
+			r.CRCBad++
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("tshark -V -r %s: %v: %s", file, err, errb.String())
+	}
+	return r
+}
+
+// isExpertError: tshark's severity field is PI_ERROR (0x00800000) for
+// errors, in decimal or hex.
+func isExpertError(sev string) bool {
+	v, err := strconv.ParseUint(sev, 0, 32)
+	return err == nil && v >= 0x00800000
+}
+
+func rfc5044Only(m string) bool {
+	return strings.Contains(m, "RFC 5044") || strings.Contains(m, "Res field") || strings.Contains(m, "Rev field")
+}
+
+func (r *wireReport) String() string {
+	ops := make([]string, 0, len(r.Opcodes))
+	for k, v := range r.Opcodes {
+		ops = append(ops, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(ops)
+	return fmt.Sprintf("%d frames, MPA req %d rep %d, %d FPDUs, CRC checked %d bad %d, malformed %d, opcodes [%s], problems %q",
+		r.Frames, r.MPAReq, r.MPARep, r.FPDUs, r.CRCChecked, r.CRCBad, r.Malformed, strings.Join(ops, " "), r.Problems)
+}
+
+// expectClean fails the test unless the capture decodes without malformed
+// frames, CRC errors or expert errors, with the MPA negotiation in it, CRC
+// checked on every FPDU when crc is set, and exactly the opcodes want.
+func (r *wireReport) expectClean(t *testing.T, crc bool, want ...string) {
+	t.Helper()
+	if r.MPAReq == 0 || r.MPARep == 0 || r.FPDUs == 0 {
+		t.Fatalf("capture lacks the MPA exchange or FPDUs: %v", r)
+	}
+	if r.Malformed != 0 || r.CRCBad != 0 || len(r.Problems) != 0 {
+		t.Fatalf("capture not clean: %v", r)
+	}
+	if crc && r.CRCChecked != r.FPDUs {
+		t.Fatalf("CRC negotiated but tshark checked %d of %d FPDUs: %v", r.CRCChecked, r.FPDUs, r)
+	}
+	if !crc && r.CRCChecked != 0 {
+		t.Fatalf("no CRC negotiated but tshark checked %d FPDUs: %v", r.CRCChecked, r)
+	}
+	if got, ok := sameOps(r.Opcodes, want); !ok {
+		t.Fatalf("opcodes %v, want exactly %v (%v)", got, want, r)
+	}
+}
+
+// keepCapture copies a capture next to the guest's output when
+// IWARP_VM_OUT is set, for a look with Wireshark after a failure.
+func keepCapture(t *testing.T, file string) {
+	dir := os.Getenv("IWARP_VM_OUT")
+	if dir == "" || !t.Failed() {
+		return
+	}
+	b, err := os.ReadFile(file)
+	if err == nil {
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + ".pcapng"
+		err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	if err != nil {
+		t.Logf("keeping the capture: %v", err)
+	} else {
+		t.Logf("capture kept in %s", dir)
+	}
+}
+
+// decodeReport is what `iwarpctl decode` makes of a capture: the totals of
+// its summary and the opcodes and errors summed over the directions.
+type decodeReport struct {
+	Exit         int
+	FPDUs        int
+	Errors       int
+	CRCErrors    int
+	MarkerErrors int
+	Framing      int
+	Gaps         int
+	Terminates   int
+	Opcodes      map[string]int
+	Stderr       string
+}
+
+func (r *decodeReport) String() string {
+	return fmt.Sprintf("exit %d, %d FPDUs, errors %d (crc %d, marker %d, framing %d, gaps %d), terminates %d, opcodes %v, stderr %q",
+		r.Exit, r.FPDUs, r.Errors, r.CRCErrors, r.MarkerErrors, r.Framing, r.Gaps, r.Terminates, r.Opcodes, r.Stderr)
+}
+
+// decodeCapture runs `iwarpctl -j decode` over file.
+func decodeCapture(t *testing.T, file string) *decodeReport {
+	t.Helper()
+	cmd := exec.Command(os.Getenv("IWARPCTL"), "-j", "decode", file)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &decodeReport{Opcodes: map[string]int{}}
+	sc := bufio.NewScanner(pipe)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		l := sc.Bytes()
+		if !bytes.Contains(l, []byte(`"summary"`)) {
+			continue
+		}
+		var o struct {
+			Dir     string `json:"dir"`
+			Summary struct {
+				FPDUs         int            `json:"fpdus"`
+				Ops           map[string]int `json:"ops"`
+				Terminates    int            `json:"terminates"`
+				CRCErrors     int            `json:"crc_errors"`
+				MarkerErrors  int            `json:"marker_errors"`
+				FramingErrors int            `json:"framing_errors"`
+				Gaps          int            `json:"gaps"`
+				Connections   *int           `json:"connections"`
+				Errors        int            `json:"errors"`
+			} `json:"summary"`
+		}
+		if err := json.Unmarshal(l, &o); err != nil {
+			t.Fatalf("iwarpctl decode -j line %q: %v", l, err)
+		}
+		s := o.Summary
+		switch {
+		case s.Connections != nil: // totals
+			r.FPDUs, r.Errors = s.FPDUs, s.Errors
+		case o.Dir != "":
+			r.CRCErrors += s.CRCErrors
+			r.MarkerErrors += s.MarkerErrors
+			r.Framing += s.FramingErrors
+			r.Gaps += s.Gaps
+			r.Terminates += s.Terminates
+			for k, v := range s.Ops {
+				r.Opcodes[k] += v
+			}
+		}
+	}
+	err = cmd.Wait()
+	r.Stderr = strings.TrimSpace(errb.String())
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.Exit = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("iwarpctl decode: %v", err)
+	}
+	return r
+}
+
+// expectClean fails unless the decode found no error and the opcodes are
+// exactly want.
+func (r *decodeReport) expectClean(t *testing.T, want ...string) {
+	t.Helper()
+	if r.Exit != 0 || r.Errors != 0 || r.FPDUs == 0 {
+		t.Fatalf("iwarpctl decode: %v", r)
+	}
+	if got, ok := sameOps(r.Opcodes, want); !ok {
+		t.Fatalf("iwarpctl decode: opcodes %v, want exactly %v (%v)", got, want, r)
+	}
+}
+
+// sameOps reports whether the opcodes counted are exactly want, and
+// returns them sorted.
+func sameOps(counted map[string]int, want []string) ([]string, bool) {
+	got := make([]string, 0, len(counted))
+	for k := range counted {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	w := slices.Clone(want)
+	sort.Strings(w)
+	return got, slices.Equal(got, w)
+}
