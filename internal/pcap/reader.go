@@ -427,7 +427,12 @@ func (r *Reader) enhancedPacket(body []byte, start int64) (*Packet, error) {
 	if len(body) < 20 {
 		return nil, fmt.Errorf("%w: enhanced packet block at offset %d: %d octets", ErrMalformed, start, len(body))
 	}
-	id := r.order.Uint32(body)
+	return r.timedPacket(body, start, r.order.Uint32(body), "enhanced packet block")
+}
+
+// timedPacket decodes the common tail of an enhanced or obsolete packet
+// block: timestamp, captured and original lengths, data at octet 20.
+func (r *Reader) timedPacket(body []byte, start int64, id uint32, what string) (*Packet, error) {
 	ifc, err := r.iface(id, start)
 	if err != nil {
 		return nil, err
@@ -435,8 +440,8 @@ func (r *Reader) enhancedPacket(body []byte, start int64) (*Packet, error) {
 	ts := uint64(r.order.Uint32(body[4:]))<<32 | uint64(r.order.Uint32(body[8:]))
 	capLen, origLen := r.order.Uint32(body[12:]), r.order.Uint32(body[16:])
 	if uint64(capLen) > uint64(len(body)-20) {
-		return nil, fmt.Errorf("%w: enhanced packet block at offset %d: captured length %d in a %d-octet block",
-			ErrMalformed, start, capLen, len(body)+12)
+		return nil, fmt.Errorf("%w: %s at offset %d: captured length %d in a %d-octet block",
+			ErrMalformed, what, start, capLen, len(body)+12)
 	}
 	return &Packet{Time: tsTime(ts, ifc.tsUnit, ifc.tsOffset), LinkType: ifc.linkType, Interface: int(id),
 		OrigLen: int(origLen), Data: body[20 : 20+capLen]}, nil
@@ -463,19 +468,7 @@ func (r *Reader) obsoletePacket(body []byte, start int64) (*Packet, error) {
 	if len(body) < 20 {
 		return nil, fmt.Errorf("%w: packet block at offset %d: %d octets", ErrMalformed, start, len(body))
 	}
-	id := uint32(r.order.Uint16(body))
-	ifc, err := r.iface(id, start)
-	if err != nil {
-		return nil, err
-	}
-	ts := uint64(r.order.Uint32(body[4:]))<<32 | uint64(r.order.Uint32(body[8:]))
-	capLen, origLen := r.order.Uint32(body[12:]), r.order.Uint32(body[16:])
-	if uint64(capLen) > uint64(len(body)-20) {
-		return nil, fmt.Errorf("%w: packet block at offset %d: captured length %d in a %d-octet block",
-			ErrMalformed, start, capLen, len(body)+12)
-	}
-	return &Packet{Time: tsTime(ts, ifc.tsUnit, ifc.tsOffset), LinkType: ifc.linkType, Interface: int(id),
-		OrigLen: int(origLen), Data: body[20 : 20+capLen]}, nil
+	return r.timedPacket(body, start, uint32(r.order.Uint16(body)), "packet block")
 }
 
 // tsTime converts a pcapng timestamp in the interface's units.
