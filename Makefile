@@ -12,10 +12,10 @@ DEBUG ?=
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
-.PHONY: all help deps kmod kmod-debug go generate check-generated test test-host \
+.PHONY: all help deps kmod kmod-debug go opcheck generate check-generated test test-host \
 	test-proto fuzz demo bench sparse checkpatch vet clean
 
-all: kmod go
+all: kmod go opcheck
 
 help:
 	@echo "make            build kmod/iwarp.ko (for the guest kernel $(KVER)) and bin/*"
@@ -43,6 +43,14 @@ kmod-debug:
 go:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/... ./examples/...
+
+# siw's side of the operation interop cells (tests/vm/guest/opcheck_test.go):
+# a libibverbs/librdmacm program; the guest runs it from the shared tree.
+opcheck: build/opcheck
+
+build/opcheck: tests/vm/opcheck/opcheck.c
+	@mkdir -p build
+	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs -lrdmacm
 
 generate:
 	$(GO) run ./netlinkproto/gen -spec netlinkproto/iwarp.yaml -root .

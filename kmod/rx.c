@@ -412,6 +412,21 @@ static void iwarp_rx_read_done(struct iwarp_conn *conn, u32 plen, bool last)
 		iwarp_tx_kick(conn);	/* an ORD slot is free */
 }
 
+/*
+ * A received Terminate is logged with the octets it carried, as parsed
+ * leniently (peers differ in the bit layout of the control word): what the
+ * events report is the decoded code only.
+ */
+static void iwarp_rx_log_term(struct iwarp_conn *conn,
+			      const struct iwp_term_msg *t)
+{
+	pr_info_ratelimited("connection %u from %pISpc: Terminate received: layer %u etype %u ecode %#04x (%s layout%s): control %4phN M %u D %u R %u segment length %u, DDP header [%*phN], RDMA header [%*phN]\n",
+			    conn->id, &conn->peer, t->layer, t->etype, t->ecode,
+			    t->swapped ? "nibble-swapped" : "RFC 5040",
+			    t->truncated ? ", truncated" : "", t->raw, t->m, t->d,
+			    t->r, t->seglen, t->ddp_len, t->ddp, t->rdma_len, t->rdma);
+}
+
 static void iwarp_rx_established(struct iwarp_conn *conn);
 
 static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
@@ -456,6 +471,7 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 	case IWP_OP_TERMINATE: {
 		struct iwp_term t;
 
+		iwarp_rx_log_term(conn, &m->u.term);
 		iwp_term_set(&t, m->u.term.layer, m->u.term.etype, m->u.term.ecode);
 		conn->rx_bad = true;
 		iwarp_conn_fail(conn, &t, NULL, 0, 0, true);

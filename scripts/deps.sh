@@ -19,6 +19,8 @@ iperf3
 iproute2
 kmod
 libclang-rt-14-dev
+libibverbs-dev
+librdmacm-dev
 linux-source-6.1
 linux-headers-amd64
 linux-image-amd64
