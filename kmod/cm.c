@@ -200,7 +200,7 @@ static void iwarp_sk_data_ready(struct sock *sk)
 		if (conn->kind == IWARP_CM_KIND_LISTENER)
 			queue_work(iwarp_wq, &conn->cm_work);
 		else
-			queue_work(iwarp_wq, &conn->rx_work);
+			iwarp_rx_direct(conn);	/* hooked in FPDU mode only */
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }

@@ -238,11 +238,12 @@ static int iwarp_cm_policy(struct iwarp_conn *conn, const struct iwarp_cm_params
 	/*
 	 * The link's p2p flag makes an initiator ask for peer-to-peer mode
 	 * and offer its RTR; a responder grants any initiator's request and
-	 * takes any RTR it offers.
+	 * takes any RTR it offers, the link's first when it is among them.
 	 */
 	pol->p2p = conn->kind != IWARP_CM_KIND_ACTIVE || (lp.flags & IWARP_LINK_F_P2P);
 	pol->rtr = conn->kind == IWARP_CM_KIND_ACTIVE ? iwarp_rtr_bits(lp.rtr) :
 			IWP_RTR_WRITE | IWP_RTR_READ | IWP_RTR_SEND;
+	pol->rtr_pref = iwarp_rtr_bits(lp.rtr);
 	pol->ird_relaxed = 1;
 	pol->ird = lp.ird;
 	pol->ord = lp.ord;

@@ -244,9 +244,11 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped);
 
 /* rx.c */
 void iwarp_rx_work(struct work_struct *work);
-/* Ends the RQE in progress with @status (a completion) and drops its MRs. */
 void iwarp_rx_read(struct iwarp_conn *conn);
+/* From sk_data_ready, with the socket locked by TCP: never sleeps. */
+void iwarp_rx_direct(struct iwarp_conn *conn);
 int iwarp_tx_buf(struct iwarp_conn *conn);
+/* Ends the RQE in progress with @status (a completion) and drops its MRs. */
 void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status);
 void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 term);
 bool iwarp_conn_term(struct iwarp_conn *conn, u8 *status, u8 *wc_flags, u32 *term);

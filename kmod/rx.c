@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Receive engine: sk_data_ready queues rx_work, which reads the socket
- * with tcp_read_sock() under the socket lock and feeds every skb chunk to
+ * Receive engine: sk_data_ready reads the socket with tcp_read_sock() under
+ * the socket lock TCP holds for it (rx_work does the same from a task when
+ * FPDU mode starts and before a close) and feeds every skb chunk to
  * the resumable FPDU parser (proto/mpa_rx.c). DDP/RDMAP headers are checked
  * at IWP_RX_HDR, before any payload octet is written: tagged segments need
  * a valid STag of the QP's PD with the right access and bounds; untagged
@@ -547,6 +548,20 @@ static int iwarp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		done += n;
 	}
 	return done;
+}
+
+/*
+ * Parses what the socket holds, from sk_data_ready: TCP calls it with the
+ * socket locked (in softirq, or from release_sock() for the backlog), so
+ * nothing here sleeps; everything the parser calls takes spinlocks and
+ * allocates atomically, and work that needs a task (Read Responses,
+ * Terminates) is handed to the transmit work.
+ */
+void iwarp_rx_direct(struct iwarp_conn *conn)
+{
+	read_descriptor_t desc = { .arg.data = conn, .count = 1 };
+
+	tcp_read_sock(conn->sock->sk, &desc, iwarp_rx_actor);
 }
 
 /* Parses what the socket holds; called by rx_work and before a close. */

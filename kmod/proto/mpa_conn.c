@@ -186,9 +186,16 @@ static u8 iwp_rtr_bits(const struct iwp_mpa_frame *f)
 	       (f->rtr_read ? IWP_RTR_READ : 0);
 }
 
-/* MPA-44/49: exactly one, preferring Write, then Read, then Send. */
-static u8 iwp_rtr_pick(u8 mask)
+/* MPA-44/49: exactly one: @pref if offered, else Write, then Read, then Send. */
+static u8 iwp_rtr_pick(u8 mask, u8 pref)
 {
+	if (mask & pref & (IWP_RTR_WRITE | IWP_RTR_READ | IWP_RTR_SEND)) {
+		if (pref & IWP_RTR_WRITE)
+			return IWP_RTR_WRITE;
+		if (pref & IWP_RTR_READ)
+			return IWP_RTR_READ;
+		return IWP_RTR_SEND;
+	}
 	if (mask & IWP_RTR_WRITE)
 		return IWP_RTR_WRITE;
 	if (mask & IWP_RTR_READ)
@@ -270,7 +277,8 @@ int iwp_mpa_respond(const struct iwp_mpa_policy *pol,
 		rep->ord = res->ord;
 		if (req->p2p && pol->p2p) {
 			res->p2p = 1;
-			res->rtr = iwp_rtr_pick(iwp_rtr_bits(req) & pol->rtr);
+			res->rtr = iwp_rtr_pick(iwp_rtr_bits(req) & pol->rtr,
+						 pol->rtr_pref);
 			rep->p2p = 1;
 			iwp_rtr_set(rep, res->rtr);
 		}
@@ -345,7 +353,7 @@ int iwp_mpa_finish(const struct iwp_mpa_policy *pol,
 		/* MPA-44: the responder echoes A and selects one we offered */
 		if (!res->enhanced || !rep->p2p)
 			return iwp_mpa_fail(res, IWP_LLP_EC_NO_RTR);
-		pick = iwp_rtr_pick(iwp_rtr_bits(rep) & iwp_rtr_bits(req));
+		pick = iwp_rtr_pick(iwp_rtr_bits(rep) & iwp_rtr_bits(req), 0);
 		if (pick == IWP_RTR_NONE)
 			return iwp_mpa_fail(res, IWP_LLP_EC_NO_RTR);
 		res->p2p = 1;

@@ -59,6 +59,7 @@ struct iwp_mpa_policy {
 				 */
 	u16 ird;		/* inbound Read/Atomic requests we accept */
 	u16 ord;		/* outbound requests we want to issue */
+	u8 rtr_pref;		/* responder: the IWP_RTR_* taken first if offered */
 };
 
 /* The outcome of the negotiation. */

@@ -41,6 +41,13 @@ static struct iwp_mpa_policy pol(u8 rev, u8 crc, u8 mrx, u8 mtx_ok, u8 p2p,
 	return p;
 }
 
+/* A responder policy that takes @pref first when the initiator offers it. */
+static struct iwp_mpa_policy prefer(struct iwp_mpa_policy p, u8 pref)
+{
+	p.rtr_pref = pref;
+	return p;
+}
+
 static u8 rtr_of(const struct iwp_mpa_frame *f)
 {
 	return (f->rtr_send ? IWP_RTR_SEND : 0) | (f->rtr_write ? IWP_RTR_WRITE : 0) |
@@ -85,6 +92,15 @@ static void responder_table(void)
 		  0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 1, 0, 1 },
 		{ "p2p_write_preferred", "MPA-44 MPA-49 MPA-43",
 		  pol(2, 0, 0, 0, 1, 7, 1, 8, 8), mkreq(2, 1, 0, 0, 8, 8, 1, 7),
+		  0, 0, 2, 1, 0, 0, 1, IWP_RTR_WRITE, 8, 8, 0, 0, 0 },
+		{ "p2p_read_preferred", "MPA-44",
+		  prefer(pol(2, 0, 0, 0, 1, 7, 1, 8, 8), IWP_RTR_READ), mkreq(2, 1, 0, 0, 8, 8, 1, 6),
+		  0, 0, 2, 1, 0, 0, 1, IWP_RTR_READ, 8, 8, 0, 0, 0 },
+		{ "p2p_send_preferred", "MPA-44",
+		  prefer(pol(2, 0, 0, 0, 1, 7, 1, 8, 8), IWP_RTR_SEND), mkreq(2, 1, 0, 0, 8, 8, 1, 7),
+		  0, 0, 2, 1, 0, 0, 1, IWP_RTR_SEND, 8, 8, 0, 0, 0 },
+		{ "p2p_preference_not_offered", "MPA-44",
+		  prefer(pol(2, 0, 0, 0, 1, 7, 1, 8, 8), IWP_RTR_SEND), mkreq(2, 1, 0, 0, 8, 8, 1, 6),
 		  0, 0, 2, 1, 0, 0, 1, IWP_RTR_WRITE, 8, 8, 0, 0, 0 },
 		{ "p2p_read_over_send", "MPA-44",
 		  pol(2, 0, 0, 0, 1, 7, 1, 8, 8), mkreq(2, 1, 0, 0, 8, 8, 1, 5),

@@ -199,9 +199,10 @@ func checkIwarpPerf(t *testing.T, who, out string, c ptCase, role string) {
 
 // ptIwarpClient runs iwarp-perf --perftest against the perftest server on
 // siw and checks both reports.
-func ptIwarpClient(t *testing.T, st *SiwTopology, c ptCase, extra ...string) {
+func ptIwarpClient(t *testing.T, st *SiwTopology, c ptCase, extra ...string) *capture {
 	t.Helper()
 	port := c.port()
+	capt := startCapture(t, st.IwNS(), "vb")
 	srv := startIn(t, st.SiwNS(), ptTimeout, c.tool, c.perftestArgs(st.SiwDev, port)...)
 	waitListen(t, st.SiwNS(), port, listenTimeout, srv)
 	out, err := runIn(t, st.IwNS(), ptTimeout, perfBin(t), append(c.iwarpArgs(port, extra...), st.SiwAddr())...)
@@ -214,17 +215,19 @@ func ptIwarpClient(t *testing.T, st *SiwTopology, c ptCase, extra ...string) {
 	}
 	if t.Failed() {
 		t.Logf("%s server on siw:\n%s", c.tool, clip(sout))
-		return
+		return capt
 	}
 	checkIwarpPerf(t, "iwarp-perf client", out, c, "client")
 	checkPerftest(t, c.tool+" server", sout, c)
+	return capt
 }
 
 // ptIwarpServer runs the perftest client on siw against iwarp-perf
 // --perftest as server.
-func ptIwarpServer(t *testing.T, st *SiwTopology, c ptCase) {
+func ptIwarpServer(t *testing.T, st *SiwTopology, c ptCase) *capture {
 	t.Helper()
 	port := c.port()
+	capt := startCapture(t, st.IwNS(), "vb")
 	srv := startIn(t, st.IwNS(), ptTimeout, perfBin(t), c.iwarpArgs(port)...)
 	waitListen(t, st.IwNS(), port, listenTimeout, srv)
 	out, err := runIn(t, st.SiwNS(), ptTimeout, c.tool, append(c.perftestArgs(st.SiwDev, port), st.IwAddr())...)
@@ -237,10 +240,24 @@ func ptIwarpServer(t *testing.T, st *SiwTopology, c ptCase) {
 	}
 	if t.Failed() {
 		t.Logf("%s client on siw:\n%s", c.tool, clip(out))
-		return
+		return capt
 	}
 	checkPerftest(t, c.tool+" client", out, c)
 	checkIwarpPerf(t, "iwarp-perf server", sout, c, "server")
+	return capt
+}
+
+// ops are the RDMAP opcodes of a run: connection 0's control messages are
+// Sends; ib_send_bw's receiver returns credits by RDMA Write.
+func (c ptCase) ops() []string {
+	switch c.tool {
+	case "ib_read_bw":
+		return []string{"send", "read_request", "read_response"}
+	case "ib_send_lat":
+		return []string{"send"}
+	default:
+		return []string{"send", "write"}
+	}
 }
 
 // ptEstablished returns the connections established on the iwarp side
@@ -386,13 +403,13 @@ func TestPerftest(t *testing.T) {
 	mon := monitor(t, ctlIn(t, st.IwNS()))
 	cases := []ptCase{
 		{tool: "ib_write_bw", size: 4096, iters: 200},
-		{tool: "ib_write_bw", size: 65536, iters: 200, gbits: true},
-		{tool: "ib_write_bw", size: 65536, iters: 200, qps: 2},
-		{tool: "ib_write_bw", size: 65536, iters: 200, defaults: true},
+		{tool: "ib_write_bw", size: 65536, iters: 100, gbits: true},
+		{tool: "ib_write_bw", size: 65536, iters: 100, qps: 2},
+		{tool: "ib_write_bw", size: 65536, iters: 100, defaults: true},
 		{tool: "ib_read_bw", size: 4096, iters: 200},
-		{tool: "ib_read_bw", size: 65536, iters: 200},
+		{tool: "ib_read_bw", size: 65536, iters: 100},
 		{tool: "ib_send_bw", size: 4096, iters: 200},
-		{tool: "ib_send_bw", size: 65536, iters: 200, gbits: true},
+		{tool: "ib_send_bw", size: 65536, iters: 100, gbits: true},
 		{tool: "ib_write_lat", size: 2, iters: 100},
 		{tool: "ib_write_lat", size: 8, iters: 100},
 		{tool: "ib_send_lat", size: 2, iters: 100, defaults: true},
@@ -402,19 +419,21 @@ func TestPerftest(t *testing.T) {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Run("iwarp-client", func(t *testing.T) {
 				before, traffic := len(mon.snapshot()), ptTrafficOf(t, st.IwNS(), st.IwLink)
-				ptIwarpClient(t, st, c)
+				capt := ptIwarpClient(t, st, c)
 				if !t.Failed() {
 					checkPtConns(t, mon, before, c, false)
 					logPtTraffic(t, traffic, ptTrafficOf(t, st.IwNS(), st.IwLink))
 				}
+				capt.checkCell(t, false, c.ops()...)
 			})
 			t.Run("iwarp-server", func(t *testing.T) {
 				before, traffic := len(mon.snapshot()), ptTrafficOf(t, st.IwNS(), st.IwLink)
-				ptIwarpServer(t, st, c)
+				capt := ptIwarpServer(t, st, c)
 				if !t.Failed() {
 					checkPtConns(t, mon, before, c, false)
 					logPtTraffic(t, traffic, ptTrafficOf(t, st.IwNS(), st.IwLink))
 				}
+				capt.checkCell(t, false, c.ops()...)
 			})
 		})
 	}
@@ -432,19 +451,20 @@ func TestPerftestCRC(t *testing.T) {
 		{tool: "ib_write_bw", size: 4096, iters: 200},
 		{tool: "ib_send_lat", size: 8, iters: 100},
 	}
-	run := func(t *testing.T, mon *collector, c ptCase, f func()) {
+	run := func(t *testing.T, mon *collector, c ptCase, f func() *capture) {
 		before := len(mon.snapshot())
-		f()
+		capt := f()
 		if !t.Failed() {
 			checkPtConns(t, mon, before, c, true)
 		}
+		capt.checkCell(t, true, c.ops()...)
 	}
 	t.Run("siw-crc", func(t *testing.T) {
 		st := newSiwTopology(t, "crc", 0)
 		mon := monitor(t, ctlIn(t, st.IwNS()))
 		for _, c := range cases {
 			t.Run(c.name()+"/iwarp-server", func(t *testing.T) {
-				run(t, mon, c, func() { ptIwarpServer(t, st, c) })
+				run(t, mon, c, func() *capture { return ptIwarpServer(t, st, c) })
 			})
 		}
 		checkPtLink(t, st)
@@ -454,13 +474,13 @@ func TestPerftestCRC(t *testing.T) {
 		mon := monitor(t, ctlIn(t, st.IwNS()))
 		for _, c := range cases {
 			t.Run(c.name()+"/iwarp-client", func(t *testing.T) {
-				run(t, mon, c, func() { ptIwarpClient(t, st, c, "--crc", "on") })
+				run(t, mon, c, func() *capture { return ptIwarpClient(t, st, c, "--crc", "on") })
 			})
 		}
 		st.setIwFlags(t, ctl.FlagCRC)
 		for _, c := range cases {
 			t.Run(c.name()+"/iwarp-server", func(t *testing.T) {
-				run(t, mon, c, func() { ptIwarpServer(t, st, c) })
+				run(t, mon, c, func() *capture { return ptIwarpServer(t, st, c) })
 			})
 		}
 		checkPtLink(t, st)
@@ -473,9 +493,9 @@ func TestPerftestCRC(t *testing.T) {
 func TestPerftestSelf(t *testing.T) {
 	cases := []ptCase{
 		{tool: "ib_write_bw", size: 4096, iters: 200},
-		{tool: "ib_write_bw", size: 65536, iters: 200, qps: 2},
-		{tool: "ib_read_bw", size: 65536, iters: 200},
-		{tool: "ib_send_bw", size: 65536, iters: 200},
+		{tool: "ib_write_bw", size: 65536, iters: 100, qps: 2},
+		{tool: "ib_read_bw", size: 65536, iters: 100},
+		{tool: "ib_send_bw", size: 65536, iters: 100},
 		{tool: "ib_write_lat", size: 8, iters: 100},
 		{tool: "ib_send_lat", size: 8, iters: 100},
 	}
@@ -485,6 +505,7 @@ func TestPerftestSelf(t *testing.T) {
 		t.Run(c.name(), func(t *testing.T) {
 			port := c.port()
 			traffic := ptTrafficOf(t, tp.B, "iwvb")
+			capt := startCapture(t, tp.B, "vb")
 			srv := startIn(t, tp.B, ptTimeout, perfBin(t), c.iwarpArgs(port)...)
 			waitListen(t, tp.B, port, listenTimeout, srv)
 			out, err := runIn(t, tp.A, ptTimeout, perfBin(t), append(c.iwarpArgs(port), TopoB4)...)
@@ -500,6 +521,7 @@ func TestPerftestSelf(t *testing.T) {
 				checkIwarpPerf(t, "iwarp-perf server", sout, c, "server")
 				logPtTraffic(t, traffic, ptTrafficOf(t, tp.B, "iwvb")) // the server's side
 			}
+			capt.checkCell(t, false, c.ops()...)
 		})
 	}
 }

@@ -172,15 +172,21 @@ func newSiwPair(t *testing.T, variant string) *SiwTopology {
 // afterwards use them.
 func (st *SiwTopology) setIwFlags(t *testing.T, flags ctl.LinkFlags) {
 	t.Helper()
+	st.setIwParams(t, func(p *ctl.LinkParams) { p.Flags = flags })
+}
+
+// setIwParams changes the iwarp link's MPA defaults with edit.
+func (st *SiwTopology) setIwParams(t *testing.T, edit func(*ctl.LinkParams)) {
+	t.Helper()
 	c := ctlIn(t, st.B)
 	l, err := c.Link(st.IwLink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := l.Params()
-	p.Flags = flags
+	edit(&p)
 	if _, err := c.LinkSet(st.IwLink, p); err != nil {
-		t.Fatalf("link set %s flags %v: %v", st.IwLink, flags, err)
+		t.Fatalf("link set %s %+v: %v", st.IwLink, p, err)
 	}
 }
 

@@ -5,16 +5,24 @@
 package guest
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/iwarp/iwarp/ctl"
+	"github.com/iwarp/iwarp/userlib"
 )
 
 // Interop with siw and rdma-core's rping (docs/INTEROP.md).
+
+// rpingOps are the RDMAP opcodes of an rping exchange: the descriptors and
+// go-aheads are Sends, the server RDMA-Reads and RDMA-Writes.
+var rpingOps = []string{"send", "read_request", "read_response", "write"}
 
 const (
 	rpingCount    = 10
@@ -38,6 +46,7 @@ func TestSiwSanity(t *testing.T) {
 	const size = 4096
 	port := peerPort()
 	ps := strconv.Itoa(port)
+	capt := startCapture(t, st.B, "vb")
 	srv := startIn(t, st.A, peerTimeout, "rping", "-s", "-v", "-a", TopoA4, "-p", ps, "-S", strconv.Itoa(size))
 	waitListen(t, st.A, port, listenTimeout, srv)
 	out, err := runIn(t, st.B, peerTimeout, "rping", "-c", "-v", "-V", "-a", TopoA4, "-p", ps,
@@ -51,6 +60,7 @@ func TestSiwSanity(t *testing.T) {
 		t.Fatalf("rping server: %v\n%s", err, clip(sout))
 	}
 	checkPingLines(t, "rping server", sout, "server ping data: ", rpingCount, size)
+	capt.checkCell(t, false, rpingOps...)
 }
 
 // TestSiwRping runs the rping example (examples/rping) against rping on
@@ -108,14 +118,21 @@ func TestSiwRpingModes(t *testing.T) {
 	t.Run("p2p", func(t *testing.T) {
 		st := newSiwTopology(t, "p2p", ctl.FlagP2P)
 		mon := monitor(t, ctlIn(t, st.IwNS()))
-		want := connWant{rev: 2, p2p: true, rtr: ctl.RTRWrite}
-		t.Run("iwarp-server", func(t *testing.T) {
-			rpingIwarpServer(t, st, mon, size, want)
-		})
-		// siw's responder is the same in every build.
-		t.Run("iwarp-client", func(t *testing.T) {
-			rpingIwarpClient(t, st, mon, size, want)
-		})
+		for _, rtr := range []ctl.RTR{ctl.RTRWrite, ctl.RTRRead} {
+			t.Run(rtr.String(), func(t *testing.T) {
+				// The link's RTR is what iwarp's initiator offers
+				// and what its responder takes first when offered.
+				st.setIwParams(t, func(p *ctl.LinkParams) { p.RTR = rtr })
+				want := connWant{rev: 2, p2p: true, rtr: rtr}
+				t.Run("iwarp-server", func(t *testing.T) {
+					rpingIwarpServer(t, st, mon, size, want)
+				})
+				// siw's responder is the same in every build.
+				t.Run("iwarp-client", func(t *testing.T) {
+					rpingIwarpClient(t, st, mon, size, want)
+				})
+			})
+		}
 	})
 }
 
@@ -130,6 +147,7 @@ type connWant struct {
 
 // rpingIwarpClient: the example's client against `rping -s` on siw.
 func rpingIwarpClient(t *testing.T, st *SiwTopology, mon *collector, size int, want connWant) {
+	capt := startCapture(t, st.IwNS(), "vb")
 	port := peerPort()
 	ps, ss := strconv.Itoa(port), strconv.Itoa(size)
 	srv := startIn(t, st.SiwNS(), peerTimeout, "rping", "-s", "-v", "-V", "-d", "-a", st.SiwAddr(), "-p", ps, "-S", ss)
@@ -145,16 +163,19 @@ func rpingIwarpClient(t *testing.T, st *SiwTopology, mon *collector, size int, w
 		t.Errorf("rping server on siw: %v\n%s", serr, clip(sout))
 	}
 	if t.Failed() {
+		capt.checkCell(t, want.crc)
 		return
 	}
 	checkPingLines(t, "example client", out, "ping data: ", rpingCount, size)
 	checkSummary(t, out, fmt.Sprintf("rping client: %d pings of %d octets, data verified", rpingCount, size))
 	checkPingLines(t, "rping server", sout, "server ping data: ", rpingCount, size)
 	checkEstablished(t, mon, before, want)
+	capt.checkCell(t, want.crc, rpingOps...)
 }
 
 // rpingIwarpServer: `rping -c` on siw against the example's server.
 func rpingIwarpServer(t *testing.T, st *SiwTopology, mon *collector, size int, want connWant) {
+	capt := startCapture(t, st.IwNS(), "vb")
 	port := peerPort()
 	ps, ss := strconv.Itoa(port), strconv.Itoa(size)
 	srv := startIn(t, st.IwNS(), peerTimeout, rpingExample(t), "-s", "-v", "-V", "-d", "-a", st.IwAddr(), "-p", ps, "-S", ss)
@@ -170,12 +191,14 @@ func rpingIwarpServer(t *testing.T, st *SiwTopology, mon *collector, size int, w
 		t.Errorf("example server: %v\n%s", serr, clip(sout))
 	}
 	if t.Failed() {
+		capt.checkCell(t, want.crc)
 		return
 	}
 	checkPingLines(t, "rping client", out, "ping data: ", rpingCount, size)
 	checkPingLines(t, "example server", sout, "server ping data: ", rpingCount, size)
 	checkSummary(t, sout, fmt.Sprintf("rping server: %d pings of %d octets, data verified", rpingCount, size))
 	checkEstablished(t, mon, before, want)
+	capt.checkCell(t, want.crc, rpingOps...)
 }
 
 func checkSummary(t *testing.T, out, want string) {
@@ -229,6 +252,7 @@ func TestRpingExampleSelf(t *testing.T) {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			port := peerPort()
 			ps, ss := strconv.Itoa(port), strconv.Itoa(size)
+			capt := startCapture(t, tp.B, "vb")
 			srv := startIn(t, tp.B, peerTimeout, rpingExample(t), "-s", "-v", "-V", "-a", TopoB4, "-p", ps, "-S", ss)
 			waitListen(t, tp.B, port, listenTimeout, srv)
 			out, err := runIn(t, tp.A, peerTimeout, rpingExample(t), "-c", "-v", "-V", "-d", "-a", TopoB4, "-p", ps,
@@ -241,12 +265,94 @@ func TestRpingExampleSelf(t *testing.T) {
 				t.Errorf("example server: %v\n%s", serr, clip(sout))
 			}
 			if t.Failed() {
+				capt.checkCell(t, false)
 				return
 			}
 			checkPingLines(t, "example client", out, "ping data: ", rpingCount, size)
 			checkSummary(t, out, fmt.Sprintf("rping client: %d pings of %d octets, data verified", rpingCount, size))
 			checkPingLines(t, "example server", sout, "server ping data: ", rpingCount, size)
 			checkSummary(t, sout, fmt.Sprintf("rping server: %d pings of %d octets, data verified", rpingCount, size))
+			capt.checkCell(t, false, rpingOps...)
 		})
 	}
+}
+
+// TestSiwMarkers: siw cannot insert MPA markers. iwarp's link with
+// markers on asks for them in what it receives (M = 1 in its Request or
+// Reply) and does not fall back, since M = 1 declares a requirement (RFC
+// 5044): as initiator siw's Responder rejects the Request (an R = 1 Reply:
+// QP.Dial fails with ErrRejected); as responder iwarp's Reply asks siw's
+// Initiator for markers, siw reports the connection rejected to rping and
+// closes it, and iwarp's QP ends disconnected. Either way no FPDU is sent
+// (docs/INTEROP.md).
+func TestSiwMarkers(t *testing.T) {
+	st := newSiwTopology(t, "default", ctl.FlagMarkers)
+	mpaOnly := func(t *testing.T, file string) {
+		t.Helper()
+		rep := wireCheck(t, file)
+		if rep.MPAReq != 1 || rep.MPARep != 1 || rep.FPDUs != 0 || rep.Malformed != 0 || len(rep.Problems) != 0 {
+			t.Errorf("tshark: %v; want one MPA Request, one Reply, nothing else", rep)
+		}
+		if dec := decodeCapture(t, file); dec.Exit != 0 || dec.FPDUs != 0 || dec.Errors != 0 {
+			t.Errorf("iwarpctl decode: %v; want no FPDU, no error", dec)
+		}
+	}
+	t.Run("iwarp-client", func(t *testing.T) {
+		port := peerPort()
+		capt := startCapture(t, st.IwNS(), "vb")
+		srv := startIn(t, st.SiwNS(), peerTimeout, "rping", "-s", "-v", "-a", st.SiwAddr(), "-p", strconv.Itoa(port), "-S", "64")
+		waitListen(t, st.SiwNS(), port, listenTimeout, srv)
+		e := newRdmaEnd(t, st.IwNS(), 4096, rdmaAccess)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := RunInNetns(st.IwNS(), func() error {
+			_, err := e.qp.Dial(ctx, netip.AddrPortFrom(netip.MustParseAddr(st.SiwAddr()), uint16(port)), nil)
+			return err
+		})
+		if !errors.Is(err, userlib.ErrRejected) {
+			t.Fatalf("dial with markers asked: %v, want ErrRejected", err)
+		}
+		file := capt.stop(t)
+		defer keepCapture(t, file)
+		mpaOnly(t, file)
+	})
+	t.Run("iwarp-server", func(t *testing.T) {
+		port := peerPort()
+		capt := startCapture(t, st.IwNS(), "vb")
+		e := newRdmaEnd(t, st.IwNS(), 4096, rdmaAccess)
+		var l *userlib.Listener
+		if err := RunInNetns(st.IwNS(), func() error {
+			var err error
+			l, err = e.ctx.Listen(netip.AddrPortFrom(netip.MustParseAddr(st.IwAddr()), uint16(port)), 1)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		cli := startIn(t, st.SiwNS(), peerTimeout, "rping", "-c", "-v", "-a", st.IwAddr(), "-p", strconv.Itoa(port), "-C", "1", "-S", "64")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		req, err := l.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without P2P the Reply completes iwarp's side at once.
+		if err := req.Accept(ctx, e.qp, nil); err != nil {
+			t.Fatalf("accept: %v", err)
+		}
+		if out, err := cli.wait(); err == nil || !strings.Contains(cli.errOutput(), "RDMA_CM_EVENT_REJECTED") {
+			t.Fatalf("rping on siw: %v, want it to see the connection rejected\n%s%s", err, out, cli.errOutput())
+		}
+		for deadline := time.Now().Add(10 * time.Second); e.qp.Err() == nil; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("iwarp's QP still connected 10 s after siw gave up")
+			}
+		}
+		if err := e.qp.Err(); !errors.Is(err, userlib.ErrDisconnected) {
+			t.Fatalf("iwarp's QP: %v, want ErrDisconnected", err)
+		}
+		file := capt.stop(t)
+		defer keepCapture(t, file)
+		mpaOnly(t, file)
+	})
 }
