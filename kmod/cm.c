@@ -47,8 +47,7 @@ static void iwarp_conn_release(struct kref *ref)
 		iwarp_qp_put(conn->qp);
 	if (conn->lsn)
 		iwarp_conn_put(conn->lsn);
-	if (conn->txpage)
-		put_page(conn->txpage);
+	iwarp_tx_buf_free(conn);
 	kvfree(conn->swq);
 	kvfree(conn->orq);
 	kvfree(conn->irq);

@@ -48,6 +48,7 @@ struct socket;
  */
 #define IWARP_TXBUF_ORDER	5
 #define IWARP_TXBUF_SIZE	(PAGE_SIZE << IWARP_TXBUF_ORDER)
+#define IWARP_TXBUF_CACHE	4	/* transmit buffers kept for reuse */
 
 /* SQ shadow: what the kernel took from a slot, until it completes. */
 struct iwarp_swqe {
@@ -142,6 +143,8 @@ struct iwarp_conn {
 	struct mutex tx_lock;		/* the transmit state below; flushing */
 	struct iwp_mpa_tx mtx;
 	struct page *txpage;		/* compound, IWARP_TXBUF_ORDER; or NULL */
+	struct page *txcache[IWARP_TXBUF_CACHE];	/* txpage is one of these */
+	u8 txcache_next;		/* the slot a new buffer replaces */
 	u8 *txbuf;			/* its address */
 	u32 tx_len;			/* framed octets in txbuf */
 	u32 tx_sent;			/* of which handed to TCP */
@@ -248,6 +251,7 @@ void iwarp_rx_read(struct iwarp_conn *conn);
 /* From sk_data_ready, with the socket locked by TCP: never sleeps. */
 void iwarp_rx_direct(struct iwarp_conn *conn);
 int iwarp_tx_buf(struct iwarp_conn *conn);
+void iwarp_tx_buf_free(struct iwarp_conn *conn);
 /* Ends the RQE in progress with @status (a completion) and drops its MRs. */
 void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status);
 void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 term);

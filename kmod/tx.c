@@ -547,21 +547,54 @@ static int iwarp_tx_term(struct iwarp_conn *conn)
 
 /* ---------------------------------------------------------------- the loop */
 
-/* A transmit buffer to frame into, unless one is there: 0 or -ENOMEM. */
+/*
+ * A transmit buffer to frame into, unless one is there: 0 or -ENOMEM.
+ * Buffers are kept for reuse: TCP holds a page reference for as long as it
+ * needs what it was handed (unacknowledged, or queued at a local peer), so
+ * a kept buffer whose count is down to ours is free again. A fresh
+ * compound page per message would cost its allocation and, on kernels
+ * that zero on allocation, clearing all of it.
+ */
 int iwarp_tx_buf(struct iwarp_conn *conn)
 {
 	struct page *page;
+	int i, slot;
 
 	if (conn->txpage)
 		return 0;
+	for (i = 0; i < IWARP_TXBUF_CACHE; i++) {
+		page = conn->txcache[i];
+		if (page && page_count(page) == 1)
+			goto use;
+	}
 	page = alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_COMP | __GFP_NOWARN, IWARP_TXBUF_ORDER);
 	if (!page)
 		return -ENOMEM;
+	slot = conn->txcache_next;
+	conn->txcache_next = (slot + 1) % IWARP_TXBUF_CACHE;
+	if (conn->txcache[slot])
+		put_page(conn->txcache[slot]);	/* TCP keeps its own references */
+	conn->txcache[slot] = page;
+use:
 	conn->txpage = page;
 	conn->txbuf = page_address(page);
 	conn->tx_len = 0;
 	conn->tx_sent = 0;
 	return 0;
+}
+
+/* Drops the buffers kept: TCP keeps its references to what it still uses. */
+void iwarp_tx_buf_free(struct iwarp_conn *conn)
+{
+	int i;
+
+	for (i = 0; i < IWARP_TXBUF_CACHE; i++) {
+		if (conn->txcache[i])
+			put_page(conn->txcache[i]);
+		conn->txcache[i] = NULL;
+	}
+	conn->txpage = NULL;
+	conn->txbuf = NULL;
 }
 
 /*
@@ -587,8 +620,7 @@ static int iwarp_tx_flush(struct iwarp_conn *conn)
 		conn->tx_sent += n;
 	}
 	if (conn->txpage && conn->tx_len) {
-		/* TCP holds references to what it has not acknowledged. */
-		put_page(conn->txpage);
+		/* TCP holds references to what it has not released. */
 		conn->txpage = NULL;
 		conn->txbuf = NULL;
 	}
@@ -677,8 +709,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			/* The stream is gone: nothing more can be sent. */
 			pr_debug("qp %u: transmit failed: %d\n", conn->qp->id, err);
 			if (conn->tx_sent) {
-				/* TCP may still hold pages of it: never reuse. */
-				put_page(conn->txpage);
+				/* reused only once TCP let go of it */
 				conn->txpage = NULL;
 				conn->txbuf = NULL;
 			}
