@@ -3,7 +3,7 @@
 # Installs what a fresh Debian 12 machine lacks to build and test iwarp:
 # the guest kernel and its headers, QEMU, the initramfs tools, the C
 # toolchains and checkers, and the interop peers the guest tests run (siw's
-# userspace, rping, perftest, tshark, iperf3). Idempotent and
+# userspace, rping, perftest, tshark, iperf3, sockperf). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
 set -eu
 
@@ -29,6 +29,7 @@ perftest
 qemu-system-x86
 rdma-core
 rdmacm-utils
+sockperf
 sparse
 tshark
 xz-utils

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # `make bench`: runs inside one guest (see tests/vm/cmd/bench). Measures
-# iperf3 (one TCP stream), siw with perftest (-R) and iwarp with iwarp-perf
-# on two topologies in this one boot:
+# iperf3 (one TCP stream), sockperf (TCP ping-pong), siw with perftest (-R)
+# and iwarp with iwarp-perf on two topologies in this one boot:
 #   veth:     namespaces bl and br joined by a veth pair (MTU 1500)
 #   loopback: one namespace bo with a dummy device (the loopback path)
 # Every measurement is one block on stdout, parsed by the host:
@@ -49,7 +49,12 @@ topo_up() {
 	veth)
 		ip netns add bl
 		ip netns add br
-		ip link add va netns bl type veth peer name vb netns br
+		# Distinct ifindexes: siw binds the listener of a wildcard
+		# rdma_listen to its netdev's ifindex in the listening
+		# namespace; with both veth ends at the same index (each
+		# namespace counts its own) the two siw devices' listeners
+		# collide and perftest's server fails in rdma_listen.
+		ip link add va index 201 netns bl type veth peer name vb index 202 netns br
 		ip -n bl addr add 10.9.0.1/24 dev va
 		ip -n br addr add 10.9.0.2/24 dev vb
 		for ns in bl br; do ip -n $ns link set lo up; done
@@ -129,10 +134,36 @@ pair() {
 	return $rc
 }
 
+# serve SERVER-CMD -- CLIENT-CMD: like pair, for a server that runs until
+# it is stopped (sockperf's), stopped once the client is done.
+serve() {
+	s=""
+	while [ "$1" != "--" ]; do s="$s $1"; shift; done
+	shift
+	# shellcheck disable=SC2086
+	ip netns exec "$srv_ns" $s >/tmp/bench-server.txt 2>&1 &
+	spid=$!
+	sleep 1
+	ip netns exec "$cli_ns" timeout 120 "$@"
+	rc=$?
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	echo "@@server"
+	cat /tmp/bench-server.txt
+	return $rc
+}
+
 run_tcp() {
 	for s in $bw_sizes; do
 		block "topo=$1 impl=tcp op=tcp size=$s crc=off metric=bw" \
 			pair iperf3 -s -1 -- iperf3 -c "$addr" -t "$tcp_secs" -l "$s" -J
+	done
+	# TCP ping-pong, one message in flight: sockperf's median is half a
+	# round trip, as perftest's and iwarp-perf's latencies are.
+	for s in $lat_sizes; do
+		block "topo=$1 impl=tcp op=tcp size=$s crc=off metric=lat" \
+			serve sockperf sr --tcp -i "$addr" -p 11111 -- \
+			sockperf pp --tcp --no-rdtsc -i "$addr" -p 11111 -m "$s" -t "$tcp_secs"
 	done
 }
 
@@ -178,14 +209,6 @@ for topo in veth loopback; do
 	ip netns exec "$cli_ns" ip -o link | sed 's/^/@@info /'
 	run_tcp $topo
 	run_ours $topo
-	if [ $topo = veth ]; then
-		# rdma_cm's wildcard listen (perftest's server binds 0.0.0.0)
-		# reaches the siw device of the other namespace too, and the
-		# client's connect is refused: siw runs on the loopback path only.
-		echo "@@note siw: no perftest run between namespaces (wildcard listen across namespaces); see docs/PERFORMANCE.md"
-		topo_down $topo
-		continue
-	fi
 	if [ -n "$siw_default" ] && siw_up "$siw_default"; then
 		run_siw $topo off
 	else

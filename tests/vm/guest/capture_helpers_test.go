@@ -125,8 +125,39 @@ var tsharkPrefs = []string{
 // problems here.
 func wireCheck(t *testing.T, file string) *wireReport {
 	t.Helper()
+	r, err := tsharkReport(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tsharkReport runs tshark's two passes over file side by side.
+func tsharkReport(file string) (*wireReport, error) {
 	args := append([]string{"-r", file, "-n", "--disable-heuristic", "rpcrdma_iwarp"}, tsharkPrefs...)
-	cmd := exec.Command("tshark", append(args,
+	var checked, bad int
+	var crcErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		checked, bad, crcErr = tsharkCRC(args)
+	}()
+	r, err := tsharkFields(args)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	if crcErr != nil {
+		return nil, crcErr
+	}
+	r.CRCChecked, r.CRCBad = checked, bad
+	return r, nil
+}
+
+// tsharkFields counts frames, MPA frames, FPDUs, opcodes, malformed frames
+// and expert errors.
+func tsharkFields(args []string) (*wireReport, error) {
+	cmd := exec.Command("tshark", append(slices.Clone(args),
 		"-T", "fields", "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=;",
 		"-e", "frame.number", "-e", "iwarp_mpa.key.req", "-e", "iwarp_mpa.key.rep",
 		"-e", "iwarp_mpa.ulpdulength", "-e", "iwarp_mpa.crc", "-e", "iwarp_mpa.crc_check",
@@ -135,7 +166,7 @@ func wireCheck(t *testing.T, file string) *wireReport {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("tshark -r %s: %v: %s", file, err, errb.String())
+		return nil, fmt.Errorf("tshark %s: %v: %s", strings.Join(args, " "), err, errb.String())
 	}
 	r := &wireReport{Opcodes: map[string]int{}}
 	split := func(s string) []string {
@@ -177,20 +208,22 @@ func wireCheck(t *testing.T, file string) *wireReport {
 			r.Problems = append(r.Problems, fmt.Sprintf("frame %s: %s", f[0], m))
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	// The dissector puts its CRC verdict in the text of the CRC field
-	// only ("Good CRC32" or "Bad CRC32, should be ..."): count those.
-	cmd = exec.Command("tshark", append(args, "-O", "iwarp_mpa", "-V")...)
+	return r, sc.Err()
+}
+
+// tsharkCRC counts the FPDUs whose CRC tshark checked and those it found
+// bad: the dissector puts its verdict in the text of the CRC field only
+// ("Good CRC32" or "Bad CRC32, should be ...").
+func tsharkCRC(args []string) (checked, bad int, err error) {
+	cmd := exec.Command("tshark", append(slices.Clone(args), "-O", "iwarp_mpa", "-V")...)
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
-	errb.Reset()
+	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
 	vs := bufio.NewScanner(pipe)
 	vs.Buffer(make([]byte, 1<<20), 64<<20)
@@ -198,16 +231,16 @@ func wireCheck(t *testing.T, file string) *wireReport {
 		l := vs.Bytes()
 		switch {
 		case bytes.Contains(l, []byte("(Good CRC32)")):
-			r.CRCChecked++
+			checked++
 		case bytes.Contains(l, []byte("(Bad CRC32")):
-			r.CRCChecked++
-			r.CRCBad++
+			checked++
+			bad++
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("tshark -V -r %s: %v: %s", file, err, errb.String())
+		return 0, 0, fmt.Errorf("tshark -V %s: %v: %s", strings.Join(args, " "), err, errb.String())
 	}
-	return r
+	return checked, bad, vs.Err()
 }
 
 // isExpertError: tshark's severity field is PI_ERROR (0x00800000) for
@@ -295,15 +328,23 @@ func (r *decodeReport) String() string {
 // decodeCapture runs `iwarpctl -j decode` over file.
 func decodeCapture(t *testing.T, file string) *decodeReport {
 	t.Helper()
+	r, err := decodeReportOf(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func decodeReportOf(file string) (*decodeReport, error) {
 	cmd := exec.Command(os.Getenv("IWARPCTL"), "-j", "decode", file)
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	r := &decodeReport{Opcodes: map[string]int{}}
 	sc := bufio.NewScanner(pipe)
@@ -328,7 +369,9 @@ func decodeCapture(t *testing.T, file string) *decodeReport {
 			} `json:"summary"`
 		}
 		if err := json.Unmarshal(l, &o); err != nil {
-			t.Fatalf("iwarpctl decode -j line %q: %v", l, err)
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("iwarpctl decode -j line %q: %v", l, err)
 		}
 		s := o.Summary
 		switch {
@@ -350,9 +393,9 @@ func decodeCapture(t *testing.T, file string) *decodeReport {
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.Exit = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("iwarpctl decode: %v", err)
+		return nil, fmt.Errorf("iwarpctl decode: %v", err)
 	}
-	return r
+	return r, nil
 }
 
 // expectClean fails unless the decode found no error and the opcodes are
@@ -392,10 +435,25 @@ func (c *capture) checkCell(t *testing.T, crc bool, ops ...string) {
 	if t.Failed() {
 		return
 	}
-	rep := wireCheck(t, file)
+	// tshark's two passes and the decode side by side: the checks are
+	// a good part of a cell's time under emulation.
+	var dec *decodeReport
+	var decErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		dec, decErr = decodeReportOf(file)
+	}()
+	rep, err := tsharkReport(file)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if decErr != nil {
+		t.Fatal(decErr)
+	}
 	t.Logf("tshark: %v", rep)
 	rep.expectClean(t, crc, ops...)
-	dec := decodeCapture(t, file)
 	t.Logf("iwarpctl decode: %v", dec)
 	dec.expectClean(t, ops...)
 	if dec.FPDUs != rep.FPDUs {

@@ -75,6 +75,9 @@ func (r *benchRun) value() (float64, error) {
 	}
 	switch r.impl {
 	case "tcp":
+		if r.metric == "lat" {
+			return sockperfMedian(r.client)
+		}
 		return iperf3Gbps(r.client)
 	case "ours":
 		return oursValue(r.client, r.metric)
@@ -125,6 +128,26 @@ func iperf3Gbps(s string) (float64, error) {
 		return 0, fmt.Errorf("iperf3 reports no throughput")
 	}
 	return o.End.SumReceived.BitsPerSecond / 1e9, nil
+}
+
+// sockperfMedian reads the median of sockperf's ping-pong latencies (µs,
+// half round trips) from its percentile lines.
+func sockperfMedian(s string) (float64, error) {
+	for _, l := range strings.Split(s, "\n") {
+		_, rest, ok := strings.Cut(l, "percentile 50.000 =")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err != nil {
+			return 0, fmt.Errorf("sockperf median %q: %w", l, err)
+		}
+		if v <= 0 {
+			return 0, fmt.Errorf("sockperf reports a median of %v", v)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("no sockperf median in %q", lastLines(s, 3))
 }
 
 func oursValue(s, metric string) (float64, error) {
@@ -192,7 +215,7 @@ func rows(runs []benchRun) ([]Row, []error) {
 		topo, op, crc, metric string
 		size                  int
 	}
-	tcp := map[string]float64{} // topo/size -> Gb/s
+	tcp := map[string]float64{} // topo/metric/size -> Gb/s or µs
 	byKey := map[key]*Row{}
 	var order []key
 	var errs []error
@@ -206,7 +229,7 @@ func rows(runs []benchRun) ([]Row, []error) {
 			}
 		}
 		if r.impl == "tcp" {
-			tcp[fmt.Sprint(r.topo, "/", r.size)] = v
+			tcp[fmt.Sprint(r.topo, "/", r.metric, "/", r.size)] = v
 			continue
 		}
 		k := key{r.topo, r.op, r.crc, r.metric, r.size}
@@ -233,10 +256,8 @@ func rows(runs []benchRun) ([]Row, []error) {
 	out := make([]Row, 0, len(order))
 	for _, k := range order {
 		row := byKey[k]
-		if row.Metric == "bw" {
-			if v, ok := tcp[fmt.Sprint(row.Topo, "/", row.Size)]; ok {
-				row.TCP = &v
-			}
+		if v, ok := tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)]; ok {
+			row.TCP = &v
 		}
 		out = append(out, *row)
 	}

@@ -53,6 +53,20 @@ iwarp-perf: 10.9.0.2:18515: connection refused
 {"role":"client","mode":"write_lat","gbps":0.0001,"lat_us":{"min":20.1,"p50":30.5,"p99":80,"avg":31}}
 @@server
 @@end rc=0
+@@run topo=veth impl=tcp op=tcp size=8 crc=off metric=lat
+sockperf: == version #3.7-no.git ==
+sockperf: [Total Run] RunTime=3.000 sec; Warm up time=400 msec; SentMessages=60000; ReceivedMessages=59999
+sockperf: ====> avg-latency=24.829 (std-dev=6.311)
+sockperf: Summary: Latency is 24.829 usec
+sockperf: Total 59999 observations; each percentile contains 599.99 observations
+sockperf: ---> <MAX> observation =  410.521
+sockperf: ---> percentile 99.999 =  410.521
+sockperf: ---> percentile 75.000 =   25.800
+sockperf: ---> percentile 50.000 =   24.400
+sockperf: ---> percentile 25.000 =   23.100
+sockperf: ---> <MIN> observation =   20.004
+@@server
+@@end rc=0
 @@note siw (CRC build) unavailable on veth
 @@done
 `
@@ -62,7 +76,7 @@ func TestRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 7 || len(notes) != 1 || notes[0] != "siw (CRC build) unavailable on veth" {
+	if len(runs) != 8 || len(notes) != 1 || notes[0] != "siw (CRC build) unavailable on veth" {
 		t.Fatalf("%d runs, notes %q", len(runs), notes)
 	}
 	rs, errs := rows(runs)
@@ -72,7 +86,7 @@ func TestRows(t *testing.T) {
 	want := []string{
 		"veth write 65536 off bw ours=1.5 siw=0.29 tcp=2",
 		"veth send 65536 off bw ours=nil siw=0.27 tcp=2",
-		"veth write 8 off lat ours=30.5 siw=33.05 tcp=nil",
+		"veth write 8 off lat ours=30.5 siw=33.05 tcp=24.4",
 	}
 	if len(rs) != len(want) {
 		t.Fatalf("rows %+v", rs)
@@ -94,7 +108,7 @@ func TestRows(t *testing.T) {
 	if !strings.Contains(tab, "veth      write 64K   off  bw       1.500     0.290     2.000      5.17      0.75 Gb/s") {
 		t.Errorf("table:\n%s", tab)
 	}
-	if !strings.Contains(tab, "veth      write 8     off  lat     30.500    33.050         -      0.92         - us") {
+	if !strings.Contains(tab, "veth      write 8     off  lat     30.500    33.050    24.400      0.92      1.25 us") {
 		t.Errorf("table:\n%s", tab)
 	}
 }
@@ -103,6 +117,8 @@ func TestValueErrors(t *testing.T) {
 	for _, r := range []benchRun{
 		{impl: "tcp", client: `{"error": "unable to connect"}`},
 		{impl: "tcp", client: "no json"},
+		{impl: "tcp", metric: "lat", client: "sockperf: Summary: Latency is 24.829 usec"},
+		{impl: "tcp", metric: "lat", client: "sockperf: ---> percentile 50.000 =   x"},
 		{impl: "ours", metric: "lat", client: `{"gbps": 1}`},
 		{impl: "siw", metric: "bw", client: "nothing"},
 		{impl: "other"},
