@@ -278,7 +278,7 @@ int iwp_mpa_respond(const struct iwp_mpa_policy *pol,
 		if (req->p2p && pol->p2p) {
 			res->p2p = 1;
 			res->rtr = iwp_rtr_pick(iwp_rtr_bits(req) & pol->rtr,
-						 pol->rtr_pref);
+						pol->rtr_pref);
 			rep->p2p = 1;
 			iwp_rtr_set(rep, res->rtr);
 		}

@@ -115,15 +115,31 @@ block() {
 	echo "@@end rc=$?"
 }
 
-# pair SERVER-CMD -- CLIENT-CMD: server in srv_ns, client in cli_ns.
+# wait_port PORT: until something listens on TCP PORT in srv_ns (a user
+# space server, or iwarp's and siw's kernel listeners), 20 s at most.
+wait_port() {
+	i=0
+	while [ $i -lt 200 ]; do
+		ip netns exec "$srv_ns" ss -Hltn "sport = :$1" | grep -q . && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "bench: nothing listens on port $1" >&2
+	return 1
+}
+
+# pair PORT SERVER-CMD -- CLIENT-CMD: server in srv_ns, client in cli_ns
+# once the server listens on PORT.
 pair() {
+	port=$1
+	shift
 	s=""
 	while [ "$1" != "--" ]; do s="$s $1"; shift; done
 	shift
 	# shellcheck disable=SC2086
 	ip netns exec "$srv_ns" timeout 150 $s >/tmp/bench-server.txt 2>&1 &
 	spid=$!
-	sleep 1
+	wait_port "$port"
 	ip netns exec "$cli_ns" timeout 120 "$@"
 	rc=$?
 	wait "$spid"
@@ -134,16 +150,18 @@ pair() {
 	return $rc
 }
 
-# serve SERVER-CMD -- CLIENT-CMD: like pair, for a server that runs until
-# it is stopped (sockperf's), stopped once the client is done.
+# serve PORT SERVER-CMD -- CLIENT-CMD: like pair, for a server that runs
+# until it is stopped (sockperf's), stopped once the client is done.
 serve() {
+	port=$1
+	shift
 	s=""
 	while [ "$1" != "--" ]; do s="$s $1"; shift; done
 	shift
 	# shellcheck disable=SC2086
 	ip netns exec "$srv_ns" $s >/tmp/bench-server.txt 2>&1 &
 	spid=$!
-	sleep 1
+	wait_port "$port"
 	ip netns exec "$cli_ns" timeout 120 "$@"
 	rc=$?
 	kill "$spid" 2>/dev/null
@@ -156,14 +174,17 @@ serve() {
 run_tcp() {
 	for s in $bw_sizes; do
 		block "topo=$1 impl=tcp op=tcp size=$s crc=off metric=bw" \
-			pair iperf3 -s -1 -- iperf3 -c "$addr" -t "$tcp_secs" -l "$s" -J
+			pair 5201 iperf3 -s -1 -- iperf3 -c "$addr" -t "$tcp_secs" -l "$s" -J
 	done
 	# TCP ping-pong, one message in flight: sockperf's median is half a
-	# round trip, as perftest's and iwarp-perf's latencies are.
+	# round trip, as perftest's and iwarp-perf's latencies are. Its
+	# messages are 14 octets at least (its own header).
 	for s in $lat_sizes; do
+		m=$s
+		[ "$m" -lt 14 ] && m=14
 		block "topo=$1 impl=tcp op=tcp size=$s crc=off metric=lat" \
-			serve sockperf sr --tcp -i "$addr" -p 11111 -- \
-			sockperf pp --tcp --no-rdtsc -i "$addr" -p 11111 -m "$s" -t "$tcp_secs"
+			serve 11111 sockperf sr --tcp -i "$addr" -p 11111 -- \
+			sockperf pp --tcp --no-rdtsc -i "$addr" -p 11111 -m "$m" -t "$tcp_secs"
 	done
 }
 
@@ -172,13 +193,13 @@ run_ours() {
 		for op in write read send; do
 			for s in $bw_sizes; do
 				block "topo=$1 impl=ours op=$op size=$s crc=$crc metric=bw" \
-					pair "$perf" -j -- "$perf" -j -t $op -s "$s" -n "$(iters_for "$s")" --crc $crc "$addr"
+					pair 18515 "$perf" -j -- "$perf" -j -t $op -s "$s" -n "$(iters_for "$s")" --crc $crc "$addr"
 			done
 		done
 		for op in write send; do
 			for s in $lat_sizes; do
 				block "topo=$1 impl=ours op=$op size=$s crc=$crc metric=lat" \
-					pair "$perf" -j -- "$perf" -j --lat -t $op -s "$s" -n "$lat_iters" --crc $crc "$addr"
+					pair 18515 "$perf" -j -- "$perf" -j --lat -t $op -s "$s" -n "$lat_iters" --crc $crc "$addr"
 			done
 		done
 	done
@@ -190,14 +211,14 @@ run_siw() {
 		for s in $bw_sizes; do
 			n=$(iters_for "$s")
 			block "topo=$1 impl=siw op=$op size=$s crc=$crc metric=bw" \
-				pair "ib_${op}_bw" -R -F --report_gbits -s "$s" -n "$n" -- \
+				pair 18515 "ib_${op}_bw" -R -F --report_gbits -s "$s" -n "$n" -- \
 				"ib_${op}_bw" -R -F --report_gbits -s "$s" -n "$n" "$addr"
 		done
 	done
 	for op in write send; do
 		for s in $lat_sizes; do
 			block "topo=$1 impl=siw op=$op size=$s crc=$crc metric=lat" \
-				pair "ib_${op}_lat" -R -F -s "$s" -n "$lat_iters" -- \
+				pair 18515 "ib_${op}_lat" -R -F -s "$s" -n "$lat_iters" -- \
 				"ib_${op}_lat" -R -F -s "$s" -n "$lat_iters" "$addr"
 		done
 	done

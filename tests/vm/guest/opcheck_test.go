@@ -373,15 +373,7 @@ func opCell(t *testing.T, st *SiwTopology, mon *collector, iwClient bool, badBy 
 			t.Fatalf("dial siw: %v", err)
 		}
 	} else {
-		var l *userlib.Listener
-		if err := RunInNetns(st.IwNS(), func() error {
-			var err error
-			l, err = e.ctx.Listen(netip.AddrPortFrom(netip.MustParseAddr(st.IwAddr()), uint16(port)), 1)
-			return err
-		}); err != nil {
-			t.Fatalf("listen: %v", err)
-		}
-		defer l.Close()
+		l := st.iwListen(t, e.rdmaEnd, port)
 		peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), "-c", "-a", st.IwAddr(), "-p", ps, "-b", cbad)
 		req, err := l.Accept(ctx)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/iwarp/iwarp/ctl"
+	"github.com/iwarp/iwarp/userlib"
 )
 
 // siw, the kernel's soft-iWARP driver, is the reference peer of the interop
@@ -188,6 +190,22 @@ func (st *SiwTopology) setIwParams(t *testing.T, edit func(*ctl.LinkParams)) {
 	if _, err := c.LinkSet(st.IwLink, p); err != nil {
 		t.Fatalf("link set %s %+v: %v", st.IwLink, p, err)
 	}
+}
+
+// iwListen listens with e's context on the iwarp side's address and port
+// until the test ends.
+func (st *SiwTopology) iwListen(t *testing.T, e *rdmaEnd, port int) *userlib.Listener {
+	t.Helper()
+	var l *userlib.Listener
+	if err := RunInNetns(st.IwNS(), func() error {
+		var err error
+		l, err = e.ctx.Listen(netip.AddrPortFrom(netip.MustParseAddr(st.IwAddr()), uint16(port)), 1)
+		return err
+	}); err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
 }
 
 var peerPortSeq atomic.Int32

@@ -327,15 +327,7 @@ func TestSiwMarkers(t *testing.T) {
 		port := peerPort()
 		capt := startCapture(t, st.IwNS(), "vb")
 		e := newRdmaEnd(t, st.IwNS(), 4096, rdmaAccess)
-		var l *userlib.Listener
-		if err := RunInNetns(st.IwNS(), func() error {
-			var err error
-			l, err = e.ctx.Listen(netip.AddrPortFrom(netip.MustParseAddr(st.IwAddr()), uint16(port)), 1)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := st.iwListen(t, e, port)
 		cli := startIn(t, st.SiwNS(), peerTimeout, "rping", "-c", "-v", "-a", st.IwAddr(), "-p", strconv.Itoa(port), "-C", "1", "-S", "64")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
