@@ -100,10 +100,9 @@ func TestSiwRping(t *testing.T) {
 	}
 }
 
-// TestSiwRpingModes covers the MPA modes of the other siw builds: MPA
-// revision 1 (no enhanced setup) asked by rping on siw against the
-// example's server and by the example's client against rping, and
-// peer-to-peer mode with a zero-length RDMA Write as RTR in
+// TestSiwRpingModes covers the MPA modes of the other siw builds: rping on
+// siw asking for MPA revision 1 (no enhanced setup) against the example's
+// server (the other way round see docs/INTEROP.md), and peer-to-peer mode with a zero-length RDMA Write as RTR in
 // both roles (siw's initiator offers Write and Read RTRs and sends the one
 // the Reply picks; its responder waits for the RTR before it reports the
 // connection).
@@ -114,12 +113,6 @@ func TestSiwRpingModes(t *testing.T) {
 		mon := monitor(t, ctlIn(t, st.IwNS()))
 		t.Run("iwarp-server", func(t *testing.T) {
 			rpingIwarpServer(t, st, mon, size, connWant{rev: 1})
-		})
-		// iwarp's link at revision 1 asks siw's Responder for a
-		// revision 1 connection.
-		t.Run("iwarp-client", func(t *testing.T) {
-			st.setIwParams(t, func(p *ctl.LinkParams) { p.MPARev = 1 })
-			rpingIwarpClient(t, st, mon, size, connWant{rev: 1})
 		})
 	})
 	t.Run("p2p", func(t *testing.T) {
