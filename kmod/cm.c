@@ -217,23 +217,28 @@ static void iwarp_sk_write_space(struct sock *sk)
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
+/* The peer closed or reset the connection, or ours is closing. */
+static bool iwarp_sk_ended(int state)
+{
+	switch (state) {
+	case TCP_CLOSE_WAIT:
+	case TCP_CLOSE:
+	case TCP_LAST_ACK:
+	case TCP_CLOSING:
+	case TCP_TIME_WAIT:
+		return true;
+	}
+	return false;
+}
+
 static void iwarp_sk_state_change(struct sock *sk)
 {
 	struct iwarp_conn *conn;
 
 	read_lock_bh(&sk->sk_callback_lock);
 	conn = iwarp_sk_conn(sk);
-	if (conn && !READ_ONCE(conn->closing)) {
-		switch (sk->sk_state) {
-		case TCP_CLOSE_WAIT:
-		case TCP_CLOSE:
-		case TCP_LAST_ACK:
-		case TCP_CLOSING:
-		case TCP_TIME_WAIT:
-			iwarp_cm_close_async(conn);
-			break;
-		}
-	}
+	if (conn && !READ_ONCE(conn->closing) && iwarp_sk_ended(sk->sk_state))
+		iwarp_cm_close_async(conn);
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -511,6 +516,13 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	/* FPDUs may have arrived with or right after the last MPA frame. */
 	queue_work(iwarp_wq, &conn->rx_work);
 	queue_work(iwarp_wq, &conn->tx_work);
+	/*
+	 * So may the peer's FIN or reset, which then found TCP's own
+	 * state_change callback: a peer that gives up right after the MPA
+	 * exchange must still end the connection.
+	 */
+	if (iwarp_sk_ended(READ_ONCE(sk->sk_state)))
+		iwarp_cm_close_async(conn);
 	return 0;
 }
 

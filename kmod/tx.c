@@ -599,7 +599,8 @@ void iwarp_tx_buf_free(struct iwarp_conn *conn)
 
 /*
  * Hands the buffer to TCP by reference, page by page: 0 when all of it
- * went (the buffer is then TCP's alone), -EAGAIN, or an error.
+ * went (TCP holds its references until it is done with it; the buffer is
+ * not framed into again before that), -EAGAIN, or an error.
  */
 static int iwarp_tx_flush(struct iwarp_conn *conn)
 {
