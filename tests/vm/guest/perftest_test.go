@@ -159,8 +159,11 @@ func checkPerftest(t *testing.T, who, out string, c ptCase) {
 		// t_min t_max t_typical t_avg ...
 		ok = ok && len(row.figures) >= 4 && row.figures[0] > 0 && row.figures[2] > 0 && row.figures[3] > 0
 	} else {
-		// BW peak, BW average, MsgRate
-		ok = ok && len(row.figures) >= 3 && row.figures[1] > 0 && row.figures[2] > 0
+		// BW peak, BW average, MsgRate. ib_send_bw's sender prints
+		// zeros now and then (observed, against siw and in make bench
+		// alike): its receiver's report, iwarp-perf's here, counts.
+		zeroOK := c.tool == "ib_send_bw" && strings.HasSuffix(who, " client")
+		ok = ok && len(row.figures) >= 3 && (zeroOK || row.figures[1] > 0 && row.figures[2] > 0)
 	}
 	if !ok {
 		t.Errorf("%s: result %+v, want #bytes %d #iterations %d and positive figures\n%s", who, row, c.size, iters, clip(out))
