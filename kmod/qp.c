@@ -77,8 +77,12 @@ static int iwarp_qp_alloc_rings(struct iwarp_qp *qp, const struct iwarp_qp_init 
 		}
 		return err;
 	}
-	err = iwarp_ring_alloc(&qp->rq, init->rq_entries, sizeof(struct iwarp_rqe),
-			       IWARP_RING_F_IDLE);
+	/*
+	 * The RQ is never idle: the receive path reads its producer index
+	 * when a message arrives, so a post has nothing to start and needs
+	 * no doorbell (a system call per receive otherwise).
+	 */
+	err = iwarp_ring_alloc(&qp->rq, init->rq_entries, sizeof(struct iwarp_rqe), 0);
 	if (err) {
 		if (err == -EDQUOT) {
 			NL_SET_ERR_MSG(extack, "IWARP_A_QP_RQ_ENTRIES: the ring exceeds RLIMIT_MEMLOCK");

@@ -46,7 +46,9 @@
  * between); if it finds work it clears the flag and goes on. The user stores
  * head, then (full barrier: Go's atomics are sequentially consistent) loads
  * flags and rings the doorbell only if IWARP_RING_F_IDLE is set. A busy queue
- * thus costs no system call per work request.
+ * thus costs no system call per work request. The RQ is never flagged idle
+ * while the QP works: its consumer is the receive path, which reads head
+ * whenever a message arrives, so posting a receive rings no doorbell.
  *
  * CQ notification: the user arms a CQ by storing a non-zero value in
  * ctrl->arm (IWARP_CQ_ARM_NEXT, or IWARP_CQ_ARM_SOLICITED for solicited

@@ -117,7 +117,7 @@ func newContext(f *os.File, nl *genl.Conn, sys sysOps) (*Context, error) {
 		return nil, fmt.Errorf("iwarp: %w", err)
 	}
 	if c.sys == nil {
-		c.sys = fileSys{raw}
+		c.sys = fileSys{raw: raw, fd: uintptr(c.fd)}
 	}
 	return c, nil
 }
@@ -207,8 +207,16 @@ func missing(op string, attr uint16) error {
 	return fmt.Errorf("%s: reply without %s", op, netlinkproto.AttrNames[attr])
 }
 
-// fileSys is the context file's own mmap and doorbell ioctl.
-type fileSys struct{ raw syscall.RawConn }
+// fileSys is the context file's own mmap and doorbell ioctl. The doorbell
+// uses the descriptor number directly, without the RawConn's reference
+// counting: it is rung only by PostSend and PostRecv with the queue's lock
+// held and the QP not released, and Context.Close releases every QP (under
+// those locks) before it closes the file, so the number cannot be closed or
+// reused while a doorbell is in the kernel.
+type fileSys struct {
+	raw syscall.RawConn
+	fd  uintptr
+}
 
 func (s fileSys) mmap(off int64, size int) ([]byte, error) {
 	var mem []byte
@@ -225,12 +233,7 @@ func (fileSys) munmap(mem []byte) error { return unix.Munmap(mem) }
 
 func (s fileSys) doorbell(qp, queue uint32) error {
 	db := netlinkproto.Doorbell{QPID: qp, Queue: queue}
-	var errno syscall.Errno
-	if err := s.raw.Control(func(fd uintptr) {
-		_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, netlinkproto.IoctlDoorbell, uintptr(unsafe.Pointer(&db)))
-	}); err != nil {
-		return err
-	}
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, s.fd, netlinkproto.IoctlDoorbell, uintptr(unsafe.Pointer(&db)))
 	if errno != 0 {
 		return errno
 	}

@@ -134,7 +134,7 @@ func dialConn(ctx context.Context, c *userlib.Context, pd *userlib.PD, cfg *conf
 	default: // write and send bandwidth
 		dataLen = cc.nsrc * s
 	}
-	ep, err := newEndpoint(c, pd, i, dataLen, access, slot, ctlRecvs, cfg.lat)
+	ep, err := newEndpoint(c, pd, i, dataLen, access, slot, ctlRecvs, busyPolls(cfg.lat, cfg.test))
 	if err != nil {
 		return nil, err
 	}

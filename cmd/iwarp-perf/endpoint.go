@@ -220,6 +220,15 @@ type poller struct {
 // spinPolls are the empty polls before a bandwidth poller sleeps.
 const spinPolls = 200
 
+// busyPolls says whether a test's pollers spin without sleeping: latency
+// tests, and Send bandwidth, where each end waits on the other's messages
+// (the receiver on Sends, the sender on credits) and a sleep per message
+// would cost a wakeup per message. perftest polls the same way. The ends
+// of Write and Read bandwidth sleep once their queue has been quiet.
+func busyPolls(lat bool, test testType) bool {
+	return lat || test == testSend
+}
+
 // next returns at least one completion, or the first failed one as an
 // error.
 func (p *poller) next(ctx context.Context) ([]userlib.WC, error) {

@@ -168,7 +168,7 @@ func newServerConn(c *userlib.Context, pd *userlib.PD, req *request) (*serverCon
 			dataLen = 0
 		}
 	}
-	ep, err := newEndpoint(c, pd, int(req.Index), dataLen, access, slot, nrecv, req.Lat)
+	ep, err := newEndpoint(c, pd, int(req.Index), dataLen, access, slot, nrecv, busyPolls(req.Lat, req.Test))
 	if err != nil {
 		return nil, nil, err
 	}
