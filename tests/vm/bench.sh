@@ -19,11 +19,14 @@ siw_default=${IWARP_SIW_DEFAULT:-}
 siw_crc=${IWARP_SIW_CRC:-}
 quick=${BENCH_QUICK:-0}
 
-# Octets each bandwidth run moves, and latency iterations.
+# Octets each bandwidth run moves, latency iterations, and rounds: every
+# iwarp and siw row is measured that many times, ours and siw's in turn,
+# and the host takes the median of each (timings under TCG drift within a
+# boot; alternating keeps both on the same stretch of it).
 if [ "$quick" = 1 ]; then
-	bw_bytes=$((16 << 20)); lat_iters=200; tcp_secs=2
+	bw_bytes=$((16 << 20)); lat_iters=200; tcp_secs=2; rounds=1
 else
-	bw_bytes=$((96 << 20)); lat_iters=1000; tcp_secs=4
+	bw_bytes=$((32 << 20)); lat_iters=1000; tcp_secs=4; rounds=3
 fi
 bw_sizes="4096 65536 1048576"
 lat_sizes="8 4096"
@@ -188,39 +191,48 @@ run_tcp() {
 	done
 }
 
-run_ours() {
-	for crc in off on; do
+ours_bw() { # topo op size crc
+	block "topo=$1 impl=ours op=$2 size=$3 crc=$4 metric=bw" \
+		pair 18515 "$perf" -j -- "$perf" -j -t "$2" -s "$3" -n "$(iters_for "$3")" --crc "$4" "$addr"
+}
+
+ours_lat() { # topo op size crc
+	block "topo=$1 impl=ours op=$2 size=$3 crc=$4 metric=lat" \
+		pair 18515 "$perf" -j -- "$perf" -j --lat -t "$2" -s "$3" -n "$lat_iters" --crc "$4" "$addr"
+}
+
+siw_bw() { # topo op size crc
+	n=$(iters_for "$3")
+	block "topo=$1 impl=siw op=$2 size=$3 crc=$4 metric=bw" \
+		pair 18515 "ib_$2_bw" -R -F --report_gbits -s "$3" -n "$n" -- \
+		"ib_$2_bw" -R -F --report_gbits -s "$3" -n "$n" "$addr"
+}
+
+siw_lat() { # topo op size crc
+	block "topo=$1 impl=siw op=$2 size=$3 crc=$4 metric=lat" \
+		pair 18515 "ib_$2_lat" -R -F -s "$3" -n "$lat_iters" -- \
+		"ib_$2_lat" -R -F -s "$3" -n "$lat_iters" "$addr"
+}
+
+# run_rows TOPO CRC SIW: every row of one CRC setting, ours then siw's
+# (when SIW is 1: its build for that setting is loaded), round by round.
+# (sh has no locals: the loop variables are named apart from pair's.)
+run_rows() {
+	r=0
+	while [ $r -lt "$rounds" ]; do
 		for op in write read send; do
-			for s in $bw_sizes; do
-				block "topo=$1 impl=ours op=$op size=$s crc=$crc metric=bw" \
-					pair 18515 "$perf" -j -- "$perf" -j -t $op -s "$s" -n "$(iters_for "$s")" --crc $crc "$addr"
+			for sz in $bw_sizes; do
+				ours_bw "$1" $op "$sz" "$2"
+				[ "$3" = 1 ] && siw_bw "$1" $op "$sz" "$2"
 			done
 		done
 		for op in write send; do
-			for s in $lat_sizes; do
-				block "topo=$1 impl=ours op=$op size=$s crc=$crc metric=lat" \
-					pair 18515 "$perf" -j -- "$perf" -j --lat -t $op -s "$s" -n "$lat_iters" --crc $crc "$addr"
+			for sz in $lat_sizes; do
+				ours_lat "$1" $op "$sz" "$2"
+				[ "$3" = 1 ] && siw_lat "$1" $op "$sz" "$2"
 			done
 		done
-	done
-}
-
-run_siw() {
-	crc=$2
-	for op in write read send; do
-		for s in $bw_sizes; do
-			n=$(iters_for "$s")
-			block "topo=$1 impl=siw op=$op size=$s crc=$crc metric=bw" \
-				pair 18515 "ib_${op}_bw" -R -F --report_gbits -s "$s" -n "$n" -- \
-				"ib_${op}_bw" -R -F --report_gbits -s "$s" -n "$n" "$addr"
-		done
-	done
-	for op in write send; do
-		for s in $lat_sizes; do
-			block "topo=$1 impl=siw op=$op size=$s crc=$crc metric=lat" \
-				pair 18515 "ib_${op}_lat" -R -F -s "$s" -n "$lat_iters" -- \
-				"ib_${op}_lat" -R -F -s "$s" -n "$lat_iters" "$addr"
-		done
+		r=$((r + 1))
 	done
 }
 
@@ -229,17 +241,18 @@ for topo in veth loopback; do
 	echo "@@topo $topo"
 	ip netns exec "$cli_ns" ip -o link | sed 's/^/@@info /'
 	run_tcp $topo
-	run_ours $topo
 	if [ -n "$siw_default" ] && siw_up "$siw_default"; then
-		run_siw $topo off
+		run_rows $topo off 1
 	else
 		echo "@@note siw (default build) unavailable on $topo"
+		run_rows $topo off 0
 	fi
 	siw_down
 	if [ -n "$siw_crc" ] && siw_up "$siw_crc"; then
-		run_siw $topo on
+		run_rows $topo on 1
 	else
 		echo "@@note siw (CRC build) unavailable on $topo"
+		run_rows $topo on 0
 	fi
 	siw_down
 	topo_down $topo

@@ -195,7 +195,10 @@ func perftestValue(s, metric string) (float64, error) {
 	return 0, fmt.Errorf("no perftest report in %q", lastLines(s, 3))
 }
 
-// Row is one line of the table and of bench/results.json.
+// Row is one line of the table and of bench/results.json. Each figure is
+// the median of the rounds that measured it (Rounds: how many of ours and of
+// siw's succeeded; the rounds alternate ours and siw, so both see the same
+// stretch of the boot).
 type Row struct {
 	Topo   string   `json:"topo"`
 	Op     string   `json:"op"`
@@ -206,17 +209,36 @@ type Row struct {
 	Siw    *float64 `json:"siw"`
 	TCP    *float64 `json:"tcp"`
 	Unit   string   `json:"unit"`
+	Rounds int      `json:"rounds"`
 }
 
-// rows joins the runs into rows; failed runs become errors (the row keeps
-// a null figure).
+// median of vs (nil for none): the middle value, or the mean of the two
+// middle ones.
+func median(vs []float64) *float64 {
+	if len(vs) == 0 {
+		return nil
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + m) / 2
+	}
+	return &m
+}
+
+// rows joins the runs into rows, a figure per implementation being the
+// median of its rounds; failed runs become errors (a row whose every run
+// of one implementation failed keeps a null figure).
 func rows(runs []benchRun) ([]Row, []error) {
 	type key struct {
 		topo, op, crc, metric string
 		size                  int
 	}
-	tcp := map[string]float64{} // topo/metric/size -> Gb/s or µs
+	type samples struct{ ours, siw []float64 }
+	tcp := map[string][]float64{} // topo/metric/size -> Gb/s or µs
 	byKey := map[key]*Row{}
+	got := map[key]*samples{}
 	var order []key
 	var errs []error
 	for i := range runs {
@@ -224,12 +246,12 @@ func rows(runs []benchRun) ([]Row, []error) {
 		v, err := r.value()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s %s %d crc %s %s: %w", r.topo, r.impl, r.op, r.size, r.crc, r.metric, err))
-			if r.impl == "tcp" {
-				continue
-			}
 		}
 		if r.impl == "tcp" {
-			tcp[fmt.Sprint(r.topo, "/", r.metric, "/", r.size)] = v
+			if err == nil {
+				k := fmt.Sprint(r.topo, "/", r.metric, "/", r.size)
+				tcp[k] = append(tcp[k], v)
+			}
 			continue
 		}
 		k := key{r.topo, r.op, r.crc, r.metric, r.size}
@@ -241,6 +263,7 @@ func rows(runs []benchRun) ([]Row, []error) {
 			}
 			row = &Row{Topo: r.topo, Op: r.op, Size: r.size, CRC: r.crc, Metric: r.metric, Unit: unit}
 			byKey[k] = row
+			got[k] = &samples{}
 			order = append(order, k)
 		}
 		if err != nil {
@@ -248,17 +271,17 @@ func rows(runs []benchRun) ([]Row, []error) {
 		}
 		switch r.impl {
 		case "ours":
-			row.Ours = &v
+			got[k].ours = append(got[k].ours, v)
 		case "siw":
-			row.Siw = &v
+			got[k].siw = append(got[k].siw, v)
 		}
 	}
 	out := make([]Row, 0, len(order))
 	for _, k := range order {
-		row := byKey[k]
-		if v, ok := tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)]; ok {
-			row.TCP = &v
-		}
+		row, g := byKey[k], got[k]
+		row.Ours, row.Siw = median(g.ours), median(g.siw)
+		row.Rounds = max(len(g.ours), len(g.siw))
+		row.TCP = median(tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)])
 		out = append(out, *row)
 	}
 	metricRank := map[string]int{"bw": 0, "lat": 1}

@@ -128,3 +128,49 @@ func TestValueErrors(t *testing.T) {
 		}
 	}
 }
+
+// Rounds of one row: each implementation's figure is the median of its
+// successful rounds; a failed round is an error and counts for nothing.
+func TestRowsRounds(t *testing.T) {
+	lat := func(impl string, v string) string {
+		out := `{"role":"client","lat_us":{"p50":` + v + `}}`
+		if impl == "siw" {
+			out = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n 8       1000          25.10          300.2        " + v + "              35.11          8.22            60.01                  250.3"
+		}
+		return "@@run topo=loopback impl=" + impl + " op=write size=8 crc=off metric=lat\n" + out + "\n@@server\n@@end rc=0\n"
+	}
+	out := lat("ours", "31") + lat("siw", "40") + lat("ours", "29") + lat("siw", "20") +
+		"@@run topo=loopback impl=ours op=write size=8 crc=off metric=lat\nrefused\n@@server\n@@end rc=1\n" +
+		lat("siw", "26") + lat("ours", "90")
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 1 || len(rs) != 1 {
+		t.Fatalf("rows %+v, errors %v", rs, errs)
+	}
+	r := rs[0]
+	if r.Ours == nil || *r.Ours != 31 || r.Siw == nil || *r.Siw != 26 || r.Rounds != 3 {
+		t.Fatalf("ours %v siw %v rounds %d, want medians 31 and 26 of 3 rounds", figure(r.Ours), figure(r.Siw), r.Rounds)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{5, 1}, 3},
+		{[]float64{9, 1, 4}, 4},
+		{[]float64{7, 1, 4, 2}, 3},
+	} {
+		if got := median(c.in); got == nil || *got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if median(nil) != nil {
+		t.Error("median of nothing is not nil")
+	}
+}
