@@ -4,7 +4,8 @@
  * from the IRQ, frames them as FPDUs into one buffer (payload copied once
  * from the pinned pages, CRC computed in the same pass) and hands the
  * buffer's pages to TCP by reference (sendpage, no second copy), which GSO
- * segments; the next batch takes a fresh buffer. FPDUs are sized from the
+ * segments; the next batch is framed after it while an FPDU of the largest
+ * size fits, then into another buffer. FPDUs are sized from the
  * socket's MSS (iwp_mulpdu()) so each fits a TCP segment. The copy is what
  * makes a work request complete safely once handed to TCP: what TCP may
  * retransmit is the snapshot, never the application's memory.
@@ -620,13 +621,19 @@ static int iwarp_tx_flush(struct iwarp_conn *conn)
 			return n;
 		conn->tx_sent += n;
 	}
-	if (conn->txpage && conn->tx_len) {
-		/* TCP holds references to what it has not released. */
+	/*
+	 * What was sent stays as it is (TCP holds references to it until it
+	 * is acknowledged); the next FPDUs are framed after it while a whole
+	 * one fits, so small messages share a buffer instead of taking one
+	 * each (a busy buffer per message in flight ran through the cache
+	 * and into allocations of fresh, zeroed ones).
+	 */
+	if (conn->txpage && !iwarp_tx_room(conn, conn->mulpdu)) {
 		conn->txpage = NULL;
 		conn->txbuf = NULL;
+		conn->tx_len = 0;
+		conn->tx_sent = 0;
 	}
-	conn->tx_len = 0;
-	conn->tx_sent = 0;
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->sq_sent = conn->sq_built;
 	iwarp_sq_complete(conn);
@@ -741,7 +748,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 		err = iwarp_tx_fill(conn, mrs);
 		if (err < 0)
 			continue;	/* a local error moved the QP to error */
-		if (!err && !conn->tx_len && !iwarp_tx_idle(conn))
+		if (!err && conn->tx_len == conn->tx_sent && !iwarp_tx_idle(conn))
 			return;
 	}
 }
