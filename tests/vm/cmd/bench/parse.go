@@ -196,9 +196,9 @@ func perftestValue(s, metric string) (float64, error) {
 }
 
 // Row is one line of the table and of bench/results.json. Each figure is
-// the median of the rounds that measured it (Rounds: how many of ours and of
-// siw's succeeded; the rounds alternate ours and siw, so both see the same
-// stretch of the boot).
+// the median of the rounds that measured it (Rounds: the larger count of
+// ours and of siw's that succeeded; the rounds alternate ours and siw, so
+// both see the same stretch of the boot).
 type Row struct {
 	Topo   string   `json:"topo"`
 	Op     string   `json:"op"`
@@ -235,10 +235,12 @@ func rows(runs []benchRun) ([]Row, []error) {
 		topo, op, crc, metric string
 		size                  int
 	}
-	type samples struct{ ours, siw []float64 }
+	type entry struct {
+		row       Row
+		ours, siw []float64
+	}
 	tcp := map[string][]float64{} // topo/metric/size -> Gb/s or µs
-	byKey := map[key]*Row{}
-	got := map[key]*samples{}
+	byKey := map[key]*entry{}
 	var order []key
 	var errs []error
 	for i := range runs {
@@ -255,15 +257,14 @@ func rows(runs []benchRun) ([]Row, []error) {
 			continue
 		}
 		k := key{r.topo, r.op, r.crc, r.metric, r.size}
-		row := byKey[k]
-		if row == nil {
+		e := byKey[k]
+		if e == nil {
 			unit := "Gb/s"
 			if r.metric == "lat" {
 				unit = "us"
 			}
-			row = &Row{Topo: r.topo, Op: r.op, Size: r.size, CRC: r.crc, Metric: r.metric, Unit: unit}
-			byKey[k] = row
-			got[k] = &samples{}
+			e = &entry{row: Row{Topo: r.topo, Op: r.op, Size: r.size, CRC: r.crc, Metric: r.metric, Unit: unit}}
+			byKey[k] = e
 			order = append(order, k)
 		}
 		if err != nil {
@@ -271,18 +272,19 @@ func rows(runs []benchRun) ([]Row, []error) {
 		}
 		switch r.impl {
 		case "ours":
-			got[k].ours = append(got[k].ours, v)
+			e.ours = append(e.ours, v)
 		case "siw":
-			got[k].siw = append(got[k].siw, v)
+			e.siw = append(e.siw, v)
 		}
 	}
 	out := make([]Row, 0, len(order))
 	for _, k := range order {
-		row, g := byKey[k], got[k]
-		row.Ours, row.Siw = median(g.ours), median(g.siw)
-		row.Rounds = max(len(g.ours), len(g.siw))
+		e := byKey[k]
+		row := e.row
+		row.Ours, row.Siw = median(e.ours), median(e.siw)
+		row.Rounds = max(len(e.ours), len(e.siw))
 		row.TCP = median(tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)])
-		out = append(out, *row)
+		out = append(out, row)
 	}
 	metricRank := map[string]int{"bw": 0, "lat": 1}
 	opRank := map[string]int{"write": 0, "read": 1, "send": 2}
