@@ -486,8 +486,14 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 
 	/* MPA-40: stream positions count from the first FPDU octet. */
 	iwp_mpa_tx_init(&conn->mtx, conn->res.crc, conn->res.markers_tx, 0);
+	/*
+	 * The CRC reads an FPDU after its payload was placed, all of it when
+	 * it sits in one skb: skb_seq_read() hands out the skb's pages by
+	 * their kernel addresses, which stay valid while the receive actor
+	 * holds the skb, unless pages may be highmem (mapped one at a time).
+	 */
 	if (conn->res.crc)
-		rx_flags |= IWP_RX_CRC | IWP_RX_CALLER_CRC;
+		rx_flags |= IWP_RX_CRC | (IS_ENABLED(CONFIG_HIGHMEM) ? 0 : IWP_RX_KEEP_INPUT);
 	if (conn->res.markers_rx)
 		rx_flags |= IWP_RX_MARKERS;
 	iwp_mpa_rx_init(&conn->mrx, rx_flags, 0);

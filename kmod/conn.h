@@ -183,7 +183,6 @@ struct iwarp_conn {
 	bool rx_bad;			/* stop: the stream is in error */
 	struct iwarp_mr *rx_mr;		/* IWARP_RXT_MR: reference */
 	u64 rx_to;
-	u32 rx_crc;			/* IWP_RX_CALLER_CRC state */
 	u32 rq_next;			/* next RQ slot to take */
 	u32 rq_msn;			/* next expected MSN on QN 0 */
 	bool rq_active;			/* a Send message is in progress */

@@ -22,7 +22,6 @@
 #include "iwarp.h"
 #include "mr.h"
 #include "pd.h"
-#include "proto/crc.h"
 #include "verbs.h"
 
 #define IWARP_MR_MAX_INDEX	((1U << 24) - 1)
@@ -67,7 +66,7 @@ bool iwarp_mr_range_ok(const struct iwarp_mr *mr, u64 to, u64 len)
 	       len <= mr->length - (to - mr->addr);
 }
 
-int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr, u32 *crc)
+int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr)
 {
 	u64 off;
 
@@ -80,17 +79,10 @@ int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr
 		struct page *page = mr->pages[off >> PAGE_SHIFT];
 		u8 *va = kmap_local_page(page);
 
-		if (to_mr) {
-			if (crc)
-				*crc = iwp_crc32c_copy(*crc, va + pg_off, buf, n);
-			else
-				memcpy(va + pg_off, buf, n);
-		} else {
-			if (crc)
-				*crc = iwp_crc32c_copy(*crc, buf, va + pg_off, n);
-			else
-				memcpy(buf, va + pg_off, n);
-		}
+		if (to_mr)
+			memcpy(va + pg_off, buf, n);
+		else
+			memcpy(buf, va + pg_off, n);
 		kunmap_local(va);
 		if (to_mr)
 			flush_dcache_page(page);
@@ -103,7 +95,7 @@ int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr
 
 int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
 {
-	return iwarp_mr_copy(mr, to, (void *)src, len, true, NULL);
+	return iwarp_mr_copy(mr, to, (void *)src, len, true);
 }
 
 int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd)

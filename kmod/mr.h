@@ -68,11 +68,10 @@ int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len);
 
 /*
  * Copies @len octets between @buf and the region at tagged offset @to (into
- * the region when @to_mr), folding the octets into *@crc (CRC32c state) in
- * the same pass when @crc is not NULL; -EFAULT if the range is not inside
- * the region. Any context but NMI.
+ * the region when @to_mr); -EFAULT if the range is not inside the region.
+ * Any context but NMI.
  */
-int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr, u32 *crc);
+int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr);
 
 /*
  * Invalidates STag @stag (RDMAP-8, local invalidation): -ENOENT if there is

@@ -37,11 +37,6 @@ static int iwarp_rx_violation(struct iwarp_conn *conn, const struct iwp_rx_ev *e
 	return -EBADMSG;
 }
 
-static u32 *iwarp_rx_crcp(struct iwarp_conn *conn)
-{
-	return (conn->mrx.flags & IWP_RX_CRC) ? &conn->mrx.crc : NULL;
-}
-
 /* ------------------------------------------------------------------ RQEs */
 
 void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status)
@@ -133,7 +128,6 @@ bad:
 static int iwarp_rx_rqe_place(struct iwarp_conn *conn, u32 mo, const u8 *p, u32 len)
 {
 	const struct iwarp_rqe *rqe = &conn->rqe;
-	u32 *crc = iwarp_rx_crcp(conn);
 	u32 i;
 	int err;
 
@@ -146,7 +140,7 @@ static int iwarp_rx_rqe_place(struct iwarp_conn *conn, u32 mo, const u8 *p, u32 
 			continue;
 		}
 		n = min(len, sge->length - mo);
-		err = iwarp_mr_copy(conn->rqe_mr[i], sge->addr + mo, (void *)p, n, true, crc);
+		err = iwarp_mr_copy(conn->rqe_mr[i], sge->addr + mo, (void *)p, n, true);
 		if (err)
 			return err;
 		p += n;
@@ -314,14 +308,13 @@ static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 	switch (conn->rx_target) {
 	case IWARP_RXT_MR:
 		err = iwarp_mr_copy(conn->rx_mr, conn->rx_to + off, (void *)ev->data,
-				    ev->data_len, true, iwarp_rx_crcp(conn));
+				    ev->data_len, true);
 		break;
 	case IWARP_RXT_RQE:
 		err = iwarp_rx_rqe_place(conn, conn->rx_mo + off, ev->data, ev->data_len);
 		break;
 	default:
-		iwp_mpa_rx_crc(&conn->mrx, ev->data, ev->data_len);
-		break;
+		break;	/* no target: the parser still folds it into the CRC */
 	}
 	/* Checked at the header: a failure here is a bug, not the peer's. */
 	if (WARN_ON_ONCE(err))
@@ -547,6 +540,8 @@ static int iwarp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 		}
 		done += n;
 	}
+	/* IWP_RX_KEEP_INPUT (cm.c): the skb's octets are still ours here. */
+	iwp_mpa_rx_fold(&conn->mrx);
 	return done;
 }
 

@@ -26,7 +26,6 @@
 #include "mr.h"
 #include "pd.h"
 #include "qp.h"
-#include "proto/crc.h"
 
 /* Framing overhead of one FPDU at most: length, pad, CRC, markers. */
 #define IWARP_FPDU_SLACK	(IWP_MPA_LEN_SIZE + 3 + IWP_MPA_CRC_SIZE + 4 * 4)
@@ -51,8 +50,8 @@ static u32 iwarp_sge_total(const struct iwarp_sqe *wr)
 	return total;
 }
 
-/* Copies @len payload octets at src->off into @dst, folding the CRC. */
-static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len, u32 *crc)
+/* Copies @len payload octets at src->off into @dst. */
+static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
 {
 	const struct iwarp_sqe *wr = src->wr;
 	u32 off = src->off, i;
@@ -61,11 +60,9 @@ static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len, u32 *
 	if (!len)
 		return 0;
 	if (src->mr)
-		return iwarp_mr_copy(src->mr, src->to + off, dst, len, false, crc);
+		return iwarp_mr_copy(src->mr, src->to + off, dst, len, false);
 	if (wr->flags & IWARP_WR_F_INLINE) {
 		memcpy(dst, wr->inline_data + off, len);
-		if (crc)
-			*crc = iwp_crc32c_update(*crc, dst, len);
 		return 0;
 	}
 	for (i = 0; i < wr->num_sge && len; i++) {
@@ -77,7 +74,7 @@ static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len, u32 *
 			continue;
 		}
 		n = min(len, sge->length - off);
-		err = iwarp_mr_copy(src->mrs[i], sge->addr + off, dst, n, false, crc);
+		err = iwarp_mr_copy(src->mrs[i], sge->addr + off, dst, n, false);
 		if (err)
 			return err;
 		dst += n;
@@ -100,7 +97,8 @@ static int iwarp_tx_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 	u32 start = conn->tx_len;
 	int kind, err;
 
-	err = iwp_fpdu_tx_begin(&f, &conn->mtx, hlen + plen);
+	/* The CRC runs once over the framed FPDU, when it is due. */
+	err = iwp_fpdu_tx_begin_buf(&f, &conn->mtx, hlen + plen, out);
 	if (err)
 		return err;
 	while ((kind = iwp_fpdu_tx_next(&f, &p)) != IWP_TXP_DONE) {
@@ -124,7 +122,7 @@ static int iwarp_tx_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 
 				n = p.len;
 				s.off += p.off - hlen;
-				err = iwarp_tx_copy(&s, out, n, conn->mtx.crc ? &f.crc : NULL);
+				err = iwarp_tx_copy(&s, out, n);
 				if (err)
 					return err;
 				f.crc_fed += n;

@@ -55,6 +55,5 @@ static inline u32 iwp_crc32c_get(const u8 *in)
 }
 
 u32 iwp_crc32c(const void *p, size_t len);
-u32 iwp_crc32c_copy(u32 crc, void *dst, const void *src, size_t len);
 
 #endif /* IWP_CRC_H */

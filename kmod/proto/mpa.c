@@ -82,8 +82,18 @@ int iwp_fpdu_tx_begin(struct iwp_fpdu_tx *f, struct iwp_mpa_tx *tx,
 	f->covered = iwp_mpa_covered_len(ulpdu_len);
 	f->crc = iwp_crc32c_init();
 	f->crc_fed = 0;
+	f->out = NULL;
 	memset(f->trailer, 0, sizeof(f->trailer));
 	return 0;
+}
+
+int iwp_fpdu_tx_begin_buf(struct iwp_fpdu_tx *f, struct iwp_mpa_tx *tx,
+			  u32 ulpdu_len, const u8 *out)
+{
+	int err = iwp_fpdu_tx_begin(f, tx, ulpdu_len);
+
+	f->out = out;
+	return err;
 }
 
 /* Octets until the next marker position, or U32_MAX without markers. */
@@ -101,7 +111,7 @@ static void iwp_tx_emit(struct iwp_fpdu_tx *f, struct iwp_tx_piece *p,
 	p->what = what;
 	p->n = n;
 	memcpy(p->bytes, src, n);
-	if (covered && f->tx->crc)
+	if (covered && f->tx->crc && !f->out)
 		f->crc = iwp_crc32c_update(f->crc, src, n);
 	f->tx->pos += n;
 }
@@ -166,6 +176,10 @@ int iwp_fpdu_tx_next(struct iwp_fpdu_tx *f, struct iwp_tx_piece *p)
 		if (f->tx->crc) {
 			if (f->crc_fed != f->ulpdu_len)
 				return -EINVAL;
+			/* everything written so far is covered (MPA-11) */
+			if (f->out)
+				f->crc = iwp_crc32c_update(f->crc, f->out,
+							   f->tx->pos - f->start);
 			iwp_crc32c_put(iwp_crc32c_final(f->crc), f->trailer);
 		}
 	}
@@ -179,14 +193,14 @@ int iwp_fpdu_tx_next(struct iwp_fpdu_tx *f, struct iwp_tx_piece *p)
 /* Fold ULPDU octets just handed out as an IWP_TXP_ULPDU piece into the CRC. */
 void iwp_fpdu_tx_crc(struct iwp_fpdu_tx *f, const void *data, size_t len)
 {
-	if (f->tx->crc)
+	if (f->tx->crc && !f->out)
 		f->crc = iwp_crc32c_update(f->crc, data, len);
 	f->crc_fed += len;
 }
 
 /*
- * Frame one ULPDU given as a gather list into @dst. Copy and CRC run in one
- * pass over the ULPDU. Returns the number of wire octets written, -ENOSPC if
+ * Frame one ULPDU given as a gather list into @dst. The CRC runs once over
+ * the framed octets, after the copy. Returns the number of wire octets written, -ENOSPC if
  * @cap is too small (nothing is framed and tx->pos is unchanged), or
  * -EMSGSIZE for a ULPDU above 65535 octets.
  */
@@ -207,7 +221,7 @@ int iwp_fpdu_frame_iov(struct iwp_mpa_tx *tx, const struct iwp_iov *iov,
 	}
 	if (iwp_fpdu_wire_len(tx->pos, total, tx->markers) > cap)
 		return -ENOSPC;
-	ret = iwp_fpdu_tx_begin(&f, tx, total);
+	ret = iwp_fpdu_tx_begin_buf(&f, tx, total, dst);
 	if (ret)
 		return ret;
 
@@ -227,11 +241,7 @@ int iwp_fpdu_frame_iov(struct iwp_mpa_tx *tx, const struct iwp_iov *iov,
 				voff = 0;
 			}
 			n = min_t(size_t, p.len, iov[vi].len - voff);
-			if (tx->crc)
-				f.crc = iwp_crc32c_copy(f.crc, dst + out,
-							(const u8 *)iov[vi].base + voff, n);
-			else
-				memcpy(dst + out, (const u8 *)iov[vi].base + voff, n);
+			memcpy(dst + out, (const u8 *)iov[vi].base + voff, n);
 			f.crc_fed += n;
 			out += n;
 			voff += n;

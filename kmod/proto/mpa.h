@@ -82,11 +82,19 @@ struct iwp_fpdu_tx {
 	u32 crc;		/* running CRC state */
 	u32 crc_fed;		/* ULPDU octets passed to iwp_fpdu_tx_crc() */
 	u32 ulpdu_len;
+	const u8 *out;		/* iwp_fpdu_tx_begin_buf(): where it is framed */
 	u8 trailer[4];		/* CRC in wire order, once computed */
 };
 
 int iwp_fpdu_tx_begin(struct iwp_fpdu_tx *f, struct iwp_mpa_tx *tx,
 		      u32 ulpdu_len);
+/*
+ * Like iwp_fpdu_tx_begin(), for a caller that writes every piece in order
+ * and contiguously from @out: the CRC is computed in one pass over what was
+ * written when it is due, and iwp_fpdu_tx_crc() only counts the octets.
+ */
+int iwp_fpdu_tx_begin_buf(struct iwp_fpdu_tx *f, struct iwp_mpa_tx *tx,
+			  u32 ulpdu_len, const u8 *out);
 int iwp_fpdu_tx_next(struct iwp_fpdu_tx *f, struct iwp_tx_piece *p);
 void iwp_fpdu_tx_crc(struct iwp_fpdu_tx *f, const void *data, size_t len);
 

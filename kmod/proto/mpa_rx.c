@@ -14,6 +14,7 @@
 static void iwp_rx_reset_fpdu(struct iwp_mpa_rx *rx)
 {
 	rx->crc = iwp_crc32c_init();
+	rx->pend_n = 0;
 	rx->li = 0;
 	rx->covered = 0;
 	rx->ulpdu_len = 0;
@@ -47,10 +48,47 @@ static int iwp_rx_fail(struct iwp_mpa_rx *rx, struct iwp_rx_ev *ev,
 	return IWP_RX_ERROR;
 }
 
-static void iwp_rx_crc(struct iwp_mpa_rx *rx, const u8 *p, u32 n)
+/*
+ * CRC-covered input octets are not folded one field at a time: they are
+ * gathered into runs of the caller's input (rx->pend) and folded, in order,
+ * when what they cover ends (at the trailer), before a DATA piece the caller
+ * folds itself, and when the input is used up, unless the caller keeps its
+ * input (IWP_RX_KEEP_INPUT) and folds with iwp_mpa_rx_fold(). An FPDU that
+ * arrives whole is folded after its payload was placed.
+ */
+void iwp_mpa_rx_fold(struct iwp_mpa_rx *rx)
 {
-	if (rx->flags & IWP_RX_CRC)
-		rx->crc = iwp_crc32c_update(rx->crc, p, n);
+	u32 i;
+
+	for (i = 0; i < rx->pend_n; i++)
+		rx->crc = iwp_crc32c_update(rx->crc, rx->pend[i].p, rx->pend[i].n);
+	rx->pend_n = 0;
+}
+
+static void iwp_rx_cover(struct iwp_mpa_rx *rx, const u8 *p, u32 n)
+{
+	struct iwp_rx_run *r;
+
+	if (!(rx->flags & IWP_RX_CRC))
+		return;
+	if (rx->pend_n) {
+		r = &rx->pend[rx->pend_n - 1];
+		if (r->p + r->n == p) {
+			r->n += n;
+			return;
+		}
+	}
+	if (rx->pend_n == IWP_RX_RUNS)
+		iwp_mpa_rx_fold(rx);
+	rx->pend[rx->pend_n].p = p;
+	rx->pend[rx->pend_n].n = n;
+	rx->pend_n++;
+}
+
+/* A marker is CRC covered up to the position right after the pad (MPA-11). */
+static bool iwp_rx_marker_covered(const struct iwp_mpa_rx *rx)
+{
+	return !rx->covered || rx->li <= rx->covered;
 }
 
 /* Octets until the next marker position, or U32_MAX without markers. */
@@ -98,9 +136,6 @@ static bool iwp_rx_marker_ok(struct iwp_mpa_rx *rx)
 		rx->start = mpos;
 	}
 	want = (mpos - rx->start) & 0xffff;
-	/* MPA-11: covered up to the position right after the pad */
-	if (!rx->covered || rx->li <= rx->covered)
-		iwp_rx_crc(rx, rx->mk, IWP_MPA_MARKER_SIZE);
 	/* MPA-8: the low 2 bits are treated as zero */
 	return !((got ^ want) & ~(u32)IWP_MPA_FPDUPTR_IGNORE);
 }
@@ -155,8 +190,12 @@ int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 			ev->hdr_len = rx->hdr_fill;
 			return IWP_RX_HDR;
 		}
-		if (used == len)
+		if (used == len) {
+			/* the input is the caller's again */
+			if (!(rx->flags & IWP_RX_KEEP_INPUT))
+				iwp_mpa_rx_fold(rx);
 			return IWP_RX_NEED;
+		}
 
 		/* marker (MPA-5..9) */
 		if ((rx->flags & IWP_RX_MARKERS) &&
@@ -164,6 +203,8 @@ int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 			n = min_t(size_t, IWP_MPA_MARKER_SIZE - rx->mk_fill,
 				  len - used);
 			memcpy(rx->mk + rx->mk_fill, buf + used, n);
+			if (iwp_rx_marker_covered(rx))
+				iwp_rx_cover(rx, buf + used, n);
 			rx->mk_fill += n;
 			rx->pos += n;
 			used += n;
@@ -190,7 +231,7 @@ int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 			/* ULPDU_Length (MPA-1, MPA-2) */
 			n = min_t(u32, n, IWP_MPA_LEN_SIZE - rx->li);
 			memcpy(rx->len_buf + rx->li, buf + used, n);
-			iwp_rx_crc(rx, buf + used, n);
+			iwp_rx_cover(rx, buf + used, n);
 			rx->li += n;
 			if (rx->li == IWP_MPA_LEN_SIZE)
 				iwp_rx_got_length(rx);
@@ -202,7 +243,7 @@ int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 				/* gather header octets */
 				n = min_t(u32, n, rx->hdr_want - rx->hdr_fill);
 				memcpy(rx->hdr + rx->hdr_fill, buf + used, n);
-				iwp_rx_crc(rx, buf + used, n);
+				iwp_rx_cover(rx, buf + used, n);
 				rx->hdr_fill += n;
 				rx->li += n;
 				rx->pos += n;
@@ -213,9 +254,15 @@ int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 					iwp_rx_got_ctrl(rx);
 				continue;
 			}
-			/* payload piece, handed out without copying */
-			if (!(rx->flags & IWP_RX_CALLER_CRC))
-				iwp_rx_crc(rx, buf + used, n);
+			/*
+			 * Payload piece, handed out without copying; the CRC
+			 * reads it after the caller placed it (or the caller
+			 * folds it: what came before goes first).
+			 */
+			if (rx->flags & IWP_RX_CALLER_CRC)
+				iwp_mpa_rx_fold(rx);
+			else
+				iwp_rx_cover(rx, buf + used, n);
 			ev->data = buf + used;
 			ev->data_len = n;
 			ev->data_off = off;
@@ -227,12 +274,13 @@ int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 		} else if (rx->li < rx->covered) {
 			/* pad: ignored except for the CRC (MPA-3) */
 			n = min_t(u32, n, rx->covered - rx->li);
-			iwp_rx_crc(rx, buf + used, n);
+			iwp_rx_cover(rx, buf + used, n);
 			rx->li += n;
 		} else {
-			/* CRC trailer (MPA-12) */
+			/* CRC trailer (MPA-12): what it covers ends here */
 			u32 t = rx->li - rx->covered;
 
+			iwp_mpa_rx_fold(rx);
 			n = min_t(u32, n, IWP_MPA_CRC_SIZE - t);
 			memcpy(rx->trailer + t, buf + used, n);
 			rx->li += n;

@@ -20,6 +20,12 @@
  * A CRC or marker error ends the stream: every later call returns
  * IWP_RX_ERROR again and consumes nothing (MPA-29).
  *
+ * The input of a call must stay valid and unchanged until the call that
+ * returns IWP_RX_NEED or IWP_RX_ERROR (with IWP_RX_KEEP_INPUT: until
+ * iwp_mpa_rx_fold()): covered octets, payload included, are folded into the
+ * CRC in runs, after the events that hand them out, so a payload piece is
+ * placed before the CRC reads it.
+ *
  * Typical loop:
  *
  *	do {
@@ -45,6 +51,10 @@ enum iwp_rx_flags {
 					 * the CRC (iwp_mpa_rx_crc()), e.g.
 					 * while copying them
 					 */
+	IWP_RX_KEEP_INPUT	= 0x10,	/* earlier input stays valid after
+					 * IWP_RX_NEED, until the caller calls
+					 * iwp_mpa_rx_fold()
+					 */
 };
 
 enum iwp_rx_event {
@@ -54,6 +64,9 @@ enum iwp_rx_event {
 	IWP_RX_END	= 3,
 	IWP_RX_ERROR	= 4,
 };
+
+/* Runs of CRC-covered input held before folding (IWP_RX_KEEP_INPUT). */
+#define IWP_RX_RUNS	4
 
 /* Header octets buffered for IWP_RX_HDR: the largest DDP + RDMAP header. */
 #define IWP_RX_HDR_MAX	72
@@ -70,6 +83,12 @@ struct iwp_rx_ev {
 	struct iwp_term term;	/* ERROR */
 };
 
+/* A run of CRC-covered input octets, in the caller's buffer. */
+struct iwp_rx_run {
+	const u8 *p;
+	u32 n;
+};
+
 struct iwp_mpa_rx {
 	u32 flags;
 	u32 pos;		/* stream position of the next input octet */
@@ -79,6 +98,8 @@ struct iwp_mpa_rx {
 	u32 covered;		/* 2 + ULPDU length + pad; 0 until known */
 	u32 ulpdu_len;
 	u32 fpdus;		/* FPDUs completed */
+	u32 pend_n;		/* runs of CRC-covered input not folded */
+	struct iwp_rx_run pend[IWP_RX_RUNS];
 	u16 hdr_want;
 	u16 hdr_fill;
 	u8 in_fpdu;
@@ -96,6 +117,9 @@ struct iwp_mpa_rx {
 void iwp_mpa_rx_init(struct iwp_mpa_rx *rx, u32 flags, u32 pos);
 int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 		    struct iwp_rx_ev *ev);
+
+/* IWP_RX_KEEP_INPUT: fold what is held, before the input goes away. */
+void iwp_mpa_rx_fold(struct iwp_mpa_rx *rx);
 
 /* IWP_RX_CALLER_CRC: fold a DATA piece into the CRC before the next call. */
 void iwp_mpa_rx_crc(struct iwp_mpa_rx *rx, const void *data, size_t len);

@@ -170,12 +170,52 @@ int rx_result_equal(const struct rx_result *a, const struct rx_result *b)
  * Returns 0, or -1 if an internal invariant broke (message on stdout via the
  * caller's check).
  */
+/* Input chunks a receiver may still read (see rx_run()). */
+#define RX_KEPT_MAX	3
+
+struct rx_kept {
+	u8 *buf[RX_KEPT_MAX];
+	size_t len[RX_KEPT_MAX];
+	int n;
+};
+
+static const u8 *rx_kept_add(struct rx_kept *k, struct iwp_mpa_rx *rx,
+			     const u8 *src, size_t n)
+{
+	u8 *b = malloc(n ? n : 1);
+
+	if (!b) {
+		perror("malloc");
+		exit(2);
+	}
+	memcpy(b, src, n);
+	k->buf[k->n] = b;
+	k->len[k->n] = n;
+	k->n++;
+	return b;
+}
+
+/* Lets the receiver fold what it holds (if @rx), then spoils and frees. */
+static void rx_kept_drop(struct rx_kept *k, struct iwp_mpa_rx *rx)
+{
+	int i;
+
+	if (rx && (rx->flags & IWP_RX_KEEP_INPUT))
+		iwp_mpa_rx_fold(rx);
+	for (i = 0; i < k->n; i++) {
+		memset(k->buf[i], 0xa5, k->len[i]);
+		free(k->buf[i]);
+	}
+	k->n = 0;
+}
+
 int rx_run(u32 flags, u32 offset, const u8 *in, size_t len,
 	   const size_t *chunks, size_t nchunks, struct rx_result *r)
 {
 	struct iwp_mpa_rx rx;
 	struct iwp_rx_ev ev;
 	size_t pos = 0, ci = 0, cur = 0, delivered_in = 0;
+	struct rx_kept kept = { 0 };
 	int t;
 
 	iwp_mpa_rx_init(&rx, flags, offset);
@@ -187,7 +227,13 @@ int rx_run(u32 flags, u32 offset, const u8 *in, size_t len,
 			n = 1;
 		if (n > len - pos)
 			n = len - pos;
-		p = in + pos;
+		/*
+		 * Each chunk in a buffer of its own, spoiled once the receiver
+		 * may no longer read it (after IWP_RX_NEED, or with
+		 * IWP_RX_KEEP_INPUT after iwp_mpa_rx_fold()): a CRC folded
+		 * late would read the spoiled octets and fail.
+		 */
+		p = rx_kept_add(&kept, &rx, in + pos, n);
 		pos += n;
 		do {
 			t = iwp_mpa_rx_next(&rx, p, n, &ev);
@@ -234,6 +280,7 @@ int rx_run(u32 flags, u32 offset, const u8 *in, size_t len,
 				/* drop the partial ULPDU: it was never ended */
 				r->data_len -= cur;
 				r->consumed = delivered_in;
+				rx_kept_drop(&kept, NULL);
 				/* MPA-29: nothing more, ever */
 				t = iwp_mpa_rx_next(&rx, in, len, &ev);
 				if (t != IWP_RX_ERROR || ev.used)
@@ -241,11 +288,16 @@ int rx_run(u32 flags, u32 offset, const u8 *in, size_t len,
 				return 0;
 			}
 		} while (t != IWP_RX_NEED);
-		if (n)
+		if (n) {
+			rx_kept_drop(&kept, NULL);
 			return -1;
+		}
+		if (!(flags & IWP_RX_KEEP_INPUT) || kept.n == RX_KEPT_MAX)
+			rx_kept_drop(&kept, &rx);
 		if (!nchunks)
 			break;
 	}
+	rx_kept_drop(&kept, &rx);
 	/* partial ULPDU at end of input: not delivered */
 	r->data_len -= cur;
 	r->consumed = delivered_in;
