@@ -380,7 +380,8 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	was_up = conn->fpdu_mode;
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
-	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR, 0);
+	/* a receive posted from now on rings, and is flushed (qp.c) */
+	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR | IWARP_RING_F_IDLE, 0);
 	if (was_up) {
 		/* flush first: it completes the receive a message was filling */
 		iwarp_conn_flush(conn, true);
@@ -459,7 +460,8 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 	WRITE_ONCE(qp->state, conn->term_pending ? IWARP_QP_STATE_TERMINATE :
 						  IWARP_QP_STATE_ERROR);
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
-	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR, 0);
+	/* a receive posted from now on rings, and is flushed (qp.c) */
+	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR | IWARP_RING_F_IDLE, 0);
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	pr_debug("qp %u: error, term %s %#x\n", qp->id, received ? "received" : "sent", code);

@@ -240,21 +240,25 @@ int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
 	qp = xa_load(&ctx->qps, id);
 	if (!qp) {
 		err = -ENOENT;
-	} else if (queue == IWARP_DB_SQ) {
+	} else {
+		u8 state = READ_ONCE(qp->state);
+
 		spin_lock_bh(&iwarp_qp_conn_lock);
 		conn = qp->conn;
-		if (conn && READ_ONCE(qp->state) != IWARP_QP_STATE_IDLE)
+		/*
+		 * RQ: while the QP works, the receive path reads the producer
+		 * index when a message arrives and the doorbell has nothing to
+		 * start; in error, the transmit path flushes what was posted.
+		 */
+		if (conn && (queue == IWARP_DB_SQ ? state != IWARP_QP_STATE_IDLE :
+			     state == IWARP_QP_STATE_ERROR || state == IWARP_QP_STATE_TERMINATE))
 			iwarp_conn_get(conn);
 		else
 			conn = NULL;
 		spin_unlock_bh(&iwarp_qp_conn_lock);
-		if (!conn)
+		if (!conn && queue == IWARP_DB_SQ)
 			err = -ENOTCONN;
 	}
-	/*
-	 * RQ: the receive path reads the producer index when a message
-	 * arrives, so the doorbell has nothing to start.
-	 */
 	rcu_read_unlock();
 	if (conn) {
 		iwarp_tx_doorbell(conn);

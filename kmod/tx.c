@@ -811,12 +811,19 @@ bool iwarp_conn_term(struct iwarp_conn *conn, u8 *status, u8 *wc_flags, u32 *ter
 static void iwarp_rq_flush(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
-	/* Entries the application posted; pairs with its release store of head. */
-	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
 	struct iwarp_cqe cqe = { .qp_id = qp->id, .opcode = IWARP_WC_RECV };
 	u8 status, wc_flags;
-	u32 term;
+	u32 head, term;
 	bool t;
+
+	/*
+	 * IDLE (set with the QP's error, cm.c) before the head load; pairs
+	 * with the application's full barrier between its head store and
+	 * its flags load: a receive posted meanwhile is seen here or rings.
+	 */
+	smp_mb();
+	/* Entries the application posted; pairs with its release store of head. */
+	head = smp_load_acquire(&qp->rq.ctrl->head);
 
 	t = iwarp_conn_term(conn, &status, &wc_flags, &term);
 	if (conn->rq_active) {

@@ -48,7 +48,9 @@
  * flags and rings the doorbell only if IWARP_RING_F_IDLE is set. A busy queue
  * thus costs no system call per work request. The RQ is never flagged idle
  * while the QP works: its consumer is the receive path, which reads head
- * whenever a message arrives, so posting a receive rings no doorbell.
+ * whenever a message arrives, so posting a receive rings no doorbell. Once
+ * the QP is in error the RQ is flagged idle for good: a receive posted then
+ * rings the doorbell, which flushes it.
  *
  * CQ notification: the user arms a CQ by storing a non-zero value in
  * ctrl->arm (IWARP_CQ_ARM_NEXT, or IWARP_CQ_ARM_SOLICITED for solicited

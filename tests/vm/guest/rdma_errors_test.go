@@ -232,6 +232,16 @@ func TestRDMAErrors(t *testing.T) {
 					t.Fatalf("send after the error completed %+v", wc)
 				}
 			}
+			// A receive posted after the error completes flushed, on
+			// either side.
+			for _, e := range []*rdmaEnd{a, b} {
+				if err := e.qp.PostRecv(6, e.mr.SGE(0, 4096)); err != nil {
+					t.Fatalf("receive after the error: %v", err)
+				}
+				if wc := e.wait(t, 1, errorWaitTimeout)[0]; wc.WRID != 6 || wc.Status != userlib.StatusFlushErr {
+					t.Fatalf("receive after the error completed %+v, want flushed", wc)
+				}
+			}
 		})
 	}
 }
