@@ -200,9 +200,9 @@ void iwp_fpdu_tx_crc(struct iwp_fpdu_tx *f, const void *data, size_t len)
 
 /*
  * Frame one ULPDU given as a gather list into @dst. The CRC runs once over
- * the framed octets, after the copy. Returns the number of wire octets written, -ENOSPC if
- * @cap is too small (nothing is framed and tx->pos is unchanged), or
- * -EMSGSIZE for a ULPDU above 65535 octets.
+ * the framed octets, after the copy. Returns the number of wire octets
+ * written, -ENOSPC if @cap is too small (nothing is framed and tx->pos is
+ * unchanged), or -EMSGSIZE for a ULPDU above 65535 octets.
  */
 int iwp_fpdu_frame_iov(struct iwp_mpa_tx *tx, const struct iwp_iov *iov,
 		       unsigned int niov, u8 *dst, size_t cap)
