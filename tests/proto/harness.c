@@ -165,11 +165,6 @@ int rx_result_equal(const struct rx_result *a, const struct rx_result *b)
 			      a->term.ecode == b->term.ecode));
 }
 
-/*
- * Drive the receiver over @in cut into @chunks (cycled; NULL = one chunk).
- * Returns 0, or -1 if an internal invariant broke (message on stdout via the
- * caller's check).
- */
 /* Input chunks a receiver may still read (see rx_run()). */
 #define RX_KEPT_MAX	3
 
@@ -179,8 +174,7 @@ struct rx_kept {
 	int n;
 };
 
-static const u8 *rx_kept_add(struct rx_kept *k, struct iwp_mpa_rx *rx,
-			     const u8 *src, size_t n)
+static const u8 *rx_kept_add(struct rx_kept *k, const u8 *src, size_t n)
 {
 	u8 *b = malloc(n ? n : 1);
 
@@ -209,6 +203,11 @@ static void rx_kept_drop(struct rx_kept *k, struct iwp_mpa_rx *rx)
 	k->n = 0;
 }
 
+/*
+ * Drive the receiver over @in cut into @chunks (cycled; NULL = one chunk).
+ * Returns 0, or -1 if an internal invariant broke (message on stdout via the
+ * caller's check).
+ */
 int rx_run(u32 flags, u32 offset, const u8 *in, size_t len,
 	   const size_t *chunks, size_t nchunks, struct rx_result *r)
 {
@@ -233,7 +232,7 @@ int rx_run(u32 flags, u32 offset, const u8 *in, size_t len,
 		 * IWP_RX_KEEP_INPUT after iwp_mpa_rx_fold()): a CRC folded
 		 * late would read the spoiled octets and fail.
 		 */
-		p = rx_kept_add(&kept, &rx, in + pos, n);
+		p = rx_kept_add(&kept, in + pos, n);
 		pos += n;
 		do {
 			t = iwp_mpa_rx_next(&rx, p, n, &ev);
