@@ -382,11 +382,13 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
 	/* a receive posted from now on rings, and is flushed (qp.c) */
 	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR | IWARP_RING_F_IDLE, 0);
-	if (was_up) {
-		/* flush first: it completes the receive a message was filling */
-		iwarp_conn_flush(conn, true);
+	/*
+	 * Flush first: it completes the receive a message was filling. A
+	 * connection that never came up flushes what was posted as well.
+	 */
+	iwarp_conn_flush(conn, true);
+	if (was_up)
 		iwarp_rx_release(conn);
-	}
 	mutex_unlock(&conn->tx_lock);
 	if (was_up)
 		iwarp_cm_event(conn, IWARP_EVENT_DISCONNECTED, 0, 0, NULL, 0);

@@ -168,6 +168,24 @@ static void iwarp_ddp_msg_init(struct iwp_ddp_msg *m, bool tagged, u8 opcode)
 
 /* ---------------------------------------------------------- SQ completion */
 
+/* The completion opcode of a work request opcode (0 for an unknown one). */
+static u8 iwarp_wc_opcode(u8 wr_opcode)
+{
+	static const u8 wc_op[__IWARP_WR_MAX] = {
+		[IWARP_WR_SEND] = IWARP_WC_SEND,
+		[IWARP_WR_SEND_INV] = IWARP_WC_SEND,
+		[IWARP_WR_WRITE] = IWARP_WC_WRITE,
+		[IWARP_WR_READ] = IWARP_WC_READ,
+		[IWARP_WR_LOCAL_INV] = IWARP_WC_LOCAL_INV,
+		[IWARP_WR_IMM] = IWARP_WC_IMM,
+		[IWARP_WR_ATOMIC_FETCHADD] = IWARP_WC_ATOMIC,
+		[IWARP_WR_ATOMIC_SWAP] = IWARP_WC_ATOMIC,
+		[IWARP_WR_ATOMIC_CMPSWAP] = IWARP_WC_ATOMIC,
+	};
+
+	return wr_opcode < __IWARP_WR_MAX ? wc_op[wr_opcode] : 0;
+}
+
 void iwarp_sq_complete(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
@@ -180,22 +198,11 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 		if (!e->done)
 			break;
 		if ((e->flags & IWARP_WR_F_SIGNALED) || e->status != IWARP_WC_SUCCESS) {
-			static const u8 wc_op[__IWARP_WR_MAX] = {
-				[IWARP_WR_SEND] = IWARP_WC_SEND,
-				[IWARP_WR_SEND_INV] = IWARP_WC_SEND,
-				[IWARP_WR_WRITE] = IWARP_WC_WRITE,
-				[IWARP_WR_READ] = IWARP_WC_READ,
-				[IWARP_WR_LOCAL_INV] = IWARP_WC_LOCAL_INV,
-				[IWARP_WR_IMM] = IWARP_WC_IMM,
-				[IWARP_WR_ATOMIC_FETCHADD] = IWARP_WC_ATOMIC,
-				[IWARP_WR_ATOMIC_SWAP] = IWARP_WC_ATOMIC,
-				[IWARP_WR_ATOMIC_CMPSWAP] = IWARP_WC_ATOMIC,
-			};
 			struct iwarp_cqe cqe = {
 				.wr_id = e->wr_id,
 				.byte_len = e->bytes,
 				.qp_id = qp->id,
-				.opcode = e->opcode < __IWARP_WR_MAX ? wc_op[e->opcode] : 0,
+				.opcode = iwarp_wc_opcode(e->opcode),
 				.status = e->status,
 				.flags = e->wc_flags,
 			};
@@ -850,6 +857,41 @@ static void iwarp_rq_flush(struct iwarp_conn *conn)
 	smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
 }
 
+/*
+ * Flushes an SQ the transmit path never took from (the connection never
+ * reached FPDU mode, so it has no shadow entries): every posted work request
+ * completes flushed, the first with the Terminate if there was one.
+ */
+static void iwarp_sq_flush_untaken(struct iwarp_conn *conn, u32 head)
+{
+	struct iwarp_qp *qp = conn->qp;
+
+	lockdep_assert_held(&conn->lock);
+	for (; conn->sq_cqi != head; conn->sq_cqi++) {
+		const struct iwarp_sqe *wr = iwarp_ring_slot(&qp->sq, conn->sq_cqi);
+		struct iwarp_cqe cqe = {
+			.wr_id = READ_ONCE(wr->wr_id),
+			.qp_id = qp->id,
+			.opcode = iwarp_wc_opcode(READ_ONCE(wr->opcode)),
+		};
+		u8 status, wc_flags;
+		u32 term;
+
+		cqe.status = IWARP_WC_FLUSH_ERR;
+		if (iwarp_conn_term(conn, &status, &wc_flags, &term)) {
+			cqe.status = status;
+			cqe.flags = wc_flags;
+			cqe.term = term;
+		}
+		iwarp_cq_post(qp->send_cq, &cqe);
+	}
+	conn->sq_next = head;
+	conn->sq_built = head;
+	conn->sq_sent = head;
+	/* Frees the SQ slots; pairs with the application's acquire load of tail. */
+	smp_store_release(&qp->sq.ctrl->tail, conn->sq_cqi);
+}
+
 void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 {
 	struct iwarp_qp *qp = conn->qp;
@@ -867,6 +909,12 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 		head = conn->sq_cqi + qp->sq.entries;
 
 	spin_lock_irqsave(&conn->lock, flags);
+	if (!conn->swq) {
+		iwarp_sq_flush_untaken(conn, head);
+		spin_unlock_irqrestore(&conn->lock, flags);
+		iwarp_rq_flush(conn);	/* no receive path ever ran */
+		return;
+	}
 	for (i = conn->sq_cqi; i != head; i++) {
 		struct iwarp_swqe *e = &conn->swq[i & mask];
 

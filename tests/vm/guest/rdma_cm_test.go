@@ -189,21 +189,25 @@ func TestRDMAConnEnd(t *testing.T) {
 				req.Reject([]byte("go away"))
 			}
 		}()
+		postBeforeDial(t, a)
 		_, err := a.qp.Dial(ctx, netip.AddrPortFrom(addr, port), &userlib.ConnParams{PrivateData: []byte("let me in")})
 		var re *userlib.RejectedError
 		if !errors.Is(err, userlib.ErrRejected) || !errors.As(err, &re) || string(re.PrivateData) != "go away" {
 			t.Fatalf("dial: %v, want rejected with the Reply's private data", err)
 		}
+		flushedAfterFailedDial(t, a)
 	})
 
 	t.Run("refused", func(t *testing.T) {
 		a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
+		postBeforeDial(t, a)
 		_, err := a.qp.Dial(ctx, netip.AddrPortFrom(addr, 1), nil)
 		if !errors.Is(err, userlib.ErrUnreachable) || !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Fatalf("dial to a closed port: %v", err)
 		}
+		flushedAfterFailedDial(t, a)
 	})
 
 	t.Run("timeout", func(t *testing.T) {
@@ -457,5 +461,33 @@ func TestRDMAInvalidate(t *testing.T) {
 				t.Fatal("the invalidated region changed")
 			}
 		})
+	}
+}
+
+// postBeforeDial posts a receive (WR ID 1) on a QP about to dial.
+func postBeforeDial(t *testing.T, e *rdmaEnd) {
+	t.Helper()
+	if err := e.qp.PostRecv(1, e.mr.SGE(0, 64)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flushedAfterFailedDial checks a QP whose connection never came up: the
+// receive posted before the dial, and a receive and a Send posted after the
+// failure, all complete with FLUSH_ERR (and nothing in the kernel breaks).
+func flushedAfterFailedDial(t *testing.T, e *rdmaEnd) {
+	t.Helper()
+	if err := e.qp.PostRecv(2, e.mr.SGE(0, 64)); err != nil {
+		t.Fatalf("receive after the failed dial: %v", err)
+	}
+	if err := e.qp.PostSend(userlib.SendWR{WRID: 3, Op: userlib.OpSend, Flags: userlib.Signaled}); err != nil {
+		t.Fatalf("send after the failed dial: %v", err)
+	}
+	got := map[uint64]bool{}
+	for _, wc := range e.wait(t, 3, 10*time.Second) {
+		if wc.Status != userlib.StatusFlushErr || got[wc.WRID] {
+			t.Fatalf("completion %+v after the failed dial, want each of WR 1, 2, 3 flushed once", wc)
+		}
+		got[wc.WRID] = true
 	}
 }
