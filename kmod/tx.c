@@ -2,7 +2,7 @@
 /*
  * Transmit engine: takes work requests from the SQ ring and Read Requests
  * from the IRQ, frames them as FPDUs into one buffer (payload copied once
- * from the pinned pages, CRC computed in the same pass) and hands the
+ * from the pinned pages, then one CRC pass over each framed FPDU) and hands the
  * buffer's pages to TCP by reference (sendpage, no second copy), which GSO
  * segments; the next batch is framed after it while an FPDU of the largest
  * size fits, then into another buffer. FPDUs are sized from the

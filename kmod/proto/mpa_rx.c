@@ -33,12 +33,6 @@ void iwp_mpa_rx_init(struct iwp_mpa_rx *rx, u32 flags, u32 pos)
 	iwp_rx_reset_fpdu(rx);
 }
 
-void iwp_mpa_rx_crc(struct iwp_mpa_rx *rx, const void *data, size_t len)
-{
-	if (rx->flags & IWP_RX_CRC)
-		rx->crc = iwp_crc32c_update(rx->crc, data, len);
-}
-
 static int iwp_rx_fail(struct iwp_mpa_rx *rx, struct iwp_rx_ev *ev,
 		       u8 layer, u8 etype, u8 ecode)
 {
@@ -51,8 +45,8 @@ static int iwp_rx_fail(struct iwp_mpa_rx *rx, struct iwp_rx_ev *ev,
 /*
  * CRC-covered input octets are not folded one field at a time: they are
  * gathered into runs of the caller's input (rx->pend) and folded, in order,
- * when what they cover ends (at the trailer), before a DATA piece the caller
- * folds itself, and when the input is used up, unless the caller keeps its
+ * when what they cover ends (at the trailer) and when the input is used up,
+ * unless the caller keeps its
  * input (IWP_RX_KEEP_INPUT) and folds with iwp_mpa_rx_fold(). An FPDU that
  * arrives whole is folded after its payload was placed.
  */
@@ -256,13 +250,9 @@ int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 			}
 			/*
 			 * Payload piece, handed out without copying; the CRC
-			 * reads it after the caller placed it (or the caller
-			 * folds it: what came before goes first).
+			 * reads it after the caller placed it.
 			 */
-			if (rx->flags & IWP_RX_CALLER_CRC)
-				iwp_mpa_rx_fold(rx);
-			else
-				iwp_rx_cover(rx, buf + used, n);
+			iwp_rx_cover(rx, buf + used, n);
 			ev->data = buf + used;
 			ev->data_len = n;
 			ev->data_off = off;

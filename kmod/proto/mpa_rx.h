@@ -47,11 +47,7 @@ enum iwp_rx_flags {
 					 * a ULPDU too short for its header
 					 * is an error
 					 */
-	IWP_RX_CALLER_CRC	= 0x08,	/* the caller folds DATA pieces into
-					 * the CRC (iwp_mpa_rx_crc()), e.g.
-					 * while copying them
-					 */
-	IWP_RX_KEEP_INPUT	= 0x10,	/* earlier input stays valid after
+	IWP_RX_KEEP_INPUT	= 0x08,	/* earlier input stays valid after
 					 * IWP_RX_NEED, until the caller calls
 					 * iwp_mpa_rx_fold()
 					 */
@@ -120,8 +116,5 @@ int iwp_mpa_rx_next(struct iwp_mpa_rx *rx, const u8 *buf, size_t len,
 
 /* IWP_RX_KEEP_INPUT: fold what is held, before the input goes away. */
 void iwp_mpa_rx_fold(struct iwp_mpa_rx *rx);
-
-/* IWP_RX_CALLER_CRC: fold a DATA piece into the CRC before the next call. */
-void iwp_mpa_rx_crc(struct iwp_mpa_rx *rx, const void *data, size_t len);
 
 #endif /* IWP_MPA_RX_H */

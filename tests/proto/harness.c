@@ -259,8 +259,6 @@ int rx_run(u32 flags, u32 offset, const u8 *in, size_t len,
 					return -1;
 				if (r->data_len + ev.data_len > r->data_cap)
 					return -1;
-				if (flags & IWP_RX_CALLER_CRC)
-					iwp_mpa_rx_crc(&rx, ev.data, ev.data_len);
 				memcpy(r->data + r->data_len, ev.data, ev.data_len);
 				r->data_len += ev.data_len;
 				cur += ev.data_len;
