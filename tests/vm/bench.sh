@@ -65,7 +65,7 @@ topo_up() {
 		ip -n br link set vb up
 		ip netns exec bl "$ctl" link add iwa dev va
 		ip netns exec br "$ctl" link add iwb dev vb
-		srv_ns=br cli_ns=bl addr=10.9.0.2
+		srv_ns=br srv_dev=vb cli_ns=bl addr=10.9.0.2
 		siw_devs="bl:va br:vb"
 		;;
 	loopback)
@@ -75,7 +75,7 @@ topo_up() {
 		ip -n bo addr add 10.9.1.1/24 dev d0
 		ip -n bo link set d0 up
 		ip netns exec bo "$ctl" link add iwd dev d0
-		srv_ns=bo cli_ns=bo addr=10.9.1.1
+		srv_ns=bo srv_dev=d0 cli_ns=bo addr=10.9.1.1
 		siw_devs="bo:d0"
 		;;
 	esac
@@ -119,11 +119,19 @@ block() {
 }
 
 # wait_port PORT: until something listens on TCP PORT in srv_ns (a user
-# space server, or iwarp's and siw's kernel listeners), 20 s at most.
+# space server, or iwarp's and siw's kernel listeners) that takes
+# connections to srv_dev, 20 s at most. siw answers a wildcard rdma_listen
+# with a listener per siw device, each bound to its netdev's ifindex, all
+# in the server's namespace: on veth one of them is bound to the other
+# namespace's index and takes nothing. Seeing that one first started
+# perftest's client before the real listener, which then failed with
+# "Connection refused".
 wait_port() {
 	i=0
 	while [ $i -lt 200 ]; do
-		ip netns exec "$srv_ns" ss -Hltn "sport = :$1" | grep -q . && return 0
+		ip netns exec "$srv_ns" ss -Hltn "sport = :$1" | awk -v dev="$srv_dev" '
+			{ a = $4; sub(/:[0-9]+$/, "", a); if (a !~ /%/ || a ~ ("%" dev "$")) ok = 1 }
+			END { exit !ok }' && return 0
 		sleep 0.1
 		i=$((i + 1))
 	done
