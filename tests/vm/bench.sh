@@ -209,16 +209,36 @@ ours_lat() { # topo op size crc
 		pair 18515 "$perf" -j -- "$perf" -j --lat -t "$2" -s "$3" -n "$lat_iters" --crc "$4" "$addr"
 }
 
+# siw_pair HEADER PAIR-ARGS...: pair for perftest on siw. Its client now
+# and then has its connection refused although siw listens on the right
+# device (seen on the first veth run after the siw devices were added),
+# and then crashes in librdmacm; such a run is repeated once, with a note,
+# and never counted (no figure is taken from a failed run).
+siw_pair() {
+	h=$1
+	shift
+	pair "$@" >/tmp/bench-siw.txt 2>&1
+	rc=$?
+	if [ $rc -ne 0 ] && grep -q "Connection refused" /tmp/bench-siw.txt; then
+		echo "@@note $h: perftest's connection was refused (exit $rc), run repeated"
+		sleep 1
+		pair "$@" >/tmp/bench-siw.txt 2>&1
+		rc=$?
+	fi
+	cat /tmp/bench-siw.txt
+	return $rc
+}
+
 siw_bw() { # topo op size crc
 	n=$(iters_for "$3")
-	block "topo=$1 impl=siw op=$2 size=$3 crc=$4 metric=bw" \
-		pair 18515 "ib_$2_bw" -R -F --report_gbits -s "$3" -n "$n" -- \
+	h="topo=$1 impl=siw op=$2 size=$3 crc=$4 metric=bw"
+	block "$h" siw_pair "$h" 18515 "ib_$2_bw" -R -F --report_gbits -s "$3" -n "$n" -- \
 		"ib_$2_bw" -R -F --report_gbits -s "$3" -n "$n" "$addr"
 }
 
 siw_lat() { # topo op size crc
-	block "topo=$1 impl=siw op=$2 size=$3 crc=$4 metric=lat" \
-		pair 18515 "ib_$2_lat" -R -F -s "$3" -n "$lat_iters" -- \
+	h="topo=$1 impl=siw op=$2 size=$3 crc=$4 metric=lat"
+	block "$h" siw_pair "$h" 18515 "ib_$2_lat" -R -F -s "$3" -n "$lat_iters" -- \
 		"ib_$2_lat" -R -F -s "$3" -n "$lat_iters" "$addr"
 }
 
