@@ -196,6 +196,9 @@ func dialConn(ctx context.Context, c *userlib.Context, pd *userlib.PD, cfg *conf
 // run runs the test on the connection, then ends it with the end marker.
 func (cc *clientConn) run(ctx context.Context) error {
 	var err error
+	if cc.cfg.lat {
+		defer pin(&cc.sendP, &cc.recvP)()
+	}
 	switch {
 	case cc.cfg.lat && cc.cfg.test == testWrite:
 		err = cc.writeLat(ctx)

@@ -212,9 +212,30 @@ const wrCtl = ^uint64(0)
 // poller returns completions of one CQ, spinning first (always, when busy)
 // and then sleeping in CQ.Wait.
 type poller struct {
-	cq   *userlib.CQ
-	busy bool
-	wcs  []userlib.WC
+	cq     *userlib.CQ
+	busy   bool
+	pinned bool // the caller holds its thread (see pin): never yield
+	wcs    []userlib.WC
+}
+
+// pin keeps a latency test's goroutine on its OS thread until unpin, and
+// its spin loops stop yielding. A goroutine that yields now and then
+// (runtime.Gosched) is picked up again by whichever thread of the runtime
+// looks for work first, so a ping-pong hopped between threads, each hop a
+// wakeup and a CPU shared for a while; a pinned one spins where it is, as
+// perftest's single thread does. Go's preemption still lets the rest of
+// the program run.
+func pin(ps ...*poller) func() {
+	runtime.LockOSThread()
+	for _, p := range ps {
+		p.pinned = true
+	}
+	return func() {
+		for _, p := range ps {
+			p.pinned = false
+		}
+		runtime.UnlockOSThread()
+	}
 }
 
 // spinPolls are the empty polls before a bandwidth poller sleeps.
@@ -246,7 +267,9 @@ func (p *poller) next(ctx context.Context) ([]userlib.WC, error) {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				runtime.Gosched()
+				if !p.pinned {
+					runtime.Gosched()
+				}
 			}
 			continue
 		}
@@ -290,7 +313,6 @@ func (e *endpoint) waitMarker(ctx context.Context, b []byte, m byte) error {
 			} else if len(wcs) > 0 {
 				return fmt.Errorf("unexpected %v while waiting for a write", wcs[0].Op)
 			}
-			runtime.Gosched()
 		}
 	}
 	return nil

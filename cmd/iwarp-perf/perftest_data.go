@@ -27,8 +27,10 @@ import (
 func (s *ptSession) dataPhase(ctx context.Context) error {
 	switch {
 	case s.tool == ptWriteLat:
+		defer pin(&s.conns[0].sendP, &s.conns[0].recvP)()
 		return s.writeLat(ctx)
 	case s.tool == ptSendLat:
+		defer pin(&s.conns[0].sendP, &s.conns[0].recvP)()
 		return s.sendLat(ctx)
 	case !s.server:
 		return s.bwClient(ctx)
@@ -313,7 +315,6 @@ func waitLastByte(ctx context.Context, pc *ptConn, b []byte, v byte) error {
 					return err
 				}
 			}
-			runtime.Gosched()
 		}
 	}
 	return nil

@@ -202,6 +202,9 @@ func newServerConn(c *userlib.Context, pd *userlib.PD, req *request) (*serverCon
 // acknowledges the end marker, sends the verdict with --verify and closes.
 func (sc *serverConn) serve(ctx context.Context) error {
 	var err error
+	if sc.req.Lat {
+		defer pin(&sc.sendP, &sc.recvP)()
+	}
 	switch {
 	case sc.req.Lat && sc.req.Test == testWrite:
 		err = sc.serveWriteLat(ctx)
