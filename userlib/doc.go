@@ -13,6 +13,13 @@
 // reads completions without any system call. Wait blocks in Go's netpoller
 // until the kernel signals an armed CQ.
 //
+// For the lowest latency a goroutine busy-polls (Poll, or the last octet of
+// a buffer an RDMA Write fills) instead of waiting. Such a goroutine should
+// hold its OS thread (runtime.LockOSThread) and not yield in its loop: after
+// runtime.Gosched another thread of the runtime may pick it up, and each
+// such hop costs a wakeup and a CPU shared for a while (cmd/iwarp-perf's
+// latency tests do this).
+//
 // Errors are values testable with errors.Is: kernel rejections are *Error
 // (the kernel's extended-ack message and errno), a missing module matches
 // os.ErrNotExist, full queues return ErrQueueFull, malformed work requests
