@@ -123,9 +123,8 @@ block() {
 # connections to srv_dev, 20 s at most. siw answers a wildcard rdma_listen
 # with a listener per siw device, each bound to its netdev's ifindex, all
 # in the server's namespace: on veth one of them is bound to the other
-# namespace's index and takes nothing. Seeing that one first started
-# perftest's client before the real listener, which then failed with
-# "Connection refused".
+# namespace's index and takes nothing, so seeing it proves nothing about
+# the listener the client needs.
 wait_port() {
 	i=0
 	while [ $i -lt 200 ]; do
@@ -211,9 +210,9 @@ ours_lat() { # topo op size crc
 
 # siw_pair HEADER PAIR-ARGS...: pair for perftest on siw. Its client now
 # and then has its connection refused although siw listens on the right
-# device (seen on the first veth run after the siw devices were added),
-# and then crashes in librdmacm; such a run is repeated once, with a note,
-# and never counted (no figure is taken from a failed run).
+# device (about one veth run in forty; cause not found), and then crashes
+# in librdmacm; such a run is repeated once, with a note, and never
+# counted (no figure is taken from a failed run).
 siw_pair() {
 	h=$1
 	shift
