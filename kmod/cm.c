@@ -30,6 +30,7 @@
 static DEFINE_XARRAY_ALLOC1(iwarp_cm_index);
 static u32 iwarp_cm_next_id;
 struct workqueue_struct *iwarp_wq;
+struct workqueue_struct *iwarp_cm_wq;
 atomic_t iwarp_conns_live = ATOMIC_INIT(0);
 
 void iwarp_conn_get(struct iwarp_conn *conn)
@@ -37,6 +38,11 @@ void iwarp_conn_get(struct iwarp_conn *conn)
 	kref_get(&conn->ref);
 }
 
+/*
+ * The last reference: no work is queued (each holds one) and the socket is
+ * unhooked (iwarp_conn_close() ran, or the connection was never published
+ * and never hooked).
+ */
 static void iwarp_conn_release(struct kref *ref)
 {
 	struct iwarp_conn *conn = container_of(ref, struct iwarp_conn, ref);
@@ -61,33 +67,74 @@ void iwarp_conn_put(struct iwarp_conn *conn)
 	kref_put(&conn->ref, iwarp_conn_release);
 }
 
+bool iwarp_conn_queue(struct iwarp_conn *conn, struct workqueue_struct *wq,
+		      struct work_struct *work)
+{
+	iwarp_conn_get(conn);
+	if (queue_work(wq, work))
+		return true;
+	iwarp_conn_put(conn);
+	return false;
+}
+
+/* Cancels @work and waits for it; drops the reference of a pending one. */
+static void iwarp_conn_cancel(struct iwarp_conn *conn, struct work_struct *work)
+{
+	if (cancel_work_sync(work))
+		iwarp_conn_put(conn);
+}
+
+static void iwarp_conn_linger_work(struct work_struct *work)
+{
+	struct iwarp_conn *conn = container_of(to_delayed_work(work), struct iwarp_conn,
+					       linger_work);
+
+	pr_debug("cm %u: the peer did not close after the QP error\n", conn->id);
+	iwarp_conn_close(conn, true);
+	iwarp_conn_put(conn);		/* the work's */
+}
+
 struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 {
 	struct iwarp_conn *conn;
-	int err;
 
 	conn = kzalloc(sizeof(*conn), GFP_KERNEL_ACCOUNT);
 	if (!conn)
 		return NULL;
-	kref_init(&conn->ref);		/* the index's */
+	kref_init(&conn->ref);		/* the index's, once published */
 	iwarp_ctx_get(ctx);
 	conn->ctx = ctx;
 	conn->net = ctx->net;
 	conn->kind = kind;
 	spin_lock_init(&conn->lock);
 	mutex_init(&conn->tx_lock);
+	mutex_init(&conn->cm_lock);
 	INIT_WORK(&conn->cm_work, iwarp_cm_work);
 	INIT_WORK(&conn->close_work, iwarp_cm_close_work);
 	INIT_WORK(&conn->rx_work, iwarp_rx_work);
 	INIT_WORK(&conn->tx_work, iwarp_tx_work);
+	INIT_DELAYED_WORK(&conn->linger_work, iwarp_conn_linger_work);
 	atomic_inc(&iwarp_conns_live);
-	err = xa_alloc_cyclic(&iwarp_cm_index, &conn->id, conn, XA_LIMIT(1, IWARP_CM_MAX_ID),
-			      &iwarp_cm_next_id, GFP_KERNEL);
-	if (err < 0) {
-		iwarp_conn_put(conn);
-		return NULL;
-	}
 	return conn;
+}
+
+int iwarp_conn_publish(struct iwarp_conn *conn)
+{
+	struct iwarp_ctx *ctx = conn->ctx;
+	int err;
+
+	mutex_lock(&ctx->lock);
+	if (ctx->dead)
+		err = -EBADF;	/* iwarp_cm_ctx_close() runs, or ran */
+	else
+		err = xa_alloc_cyclic(&iwarp_cm_index, &conn->id, conn,
+				      XA_LIMIT(1, IWARP_CM_MAX_ID), &iwarp_cm_next_id,
+				      GFP_KERNEL);
+	mutex_unlock(&ctx->lock);
+	if (err < 0)
+		return err;
+	WRITE_ONCE(conn->published, true);
+	return 0;
 }
 
 /* A reference to object @id if it belongs to @ctx. */
@@ -197,7 +244,7 @@ static void iwarp_sk_data_ready(struct sock *sk)
 	conn = iwarp_sk_conn(sk);
 	if (conn && !READ_ONCE(conn->closing)) {
 		if (conn->kind == IWARP_CM_KIND_LISTENER)
-			queue_work(iwarp_wq, &conn->cm_work);
+			iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
 		else
 			iwarp_rx_direct(conn);	/* hooked in FPDU mode only */
 	}
@@ -212,7 +259,7 @@ static void iwarp_sk_write_space(struct sock *sk)
 	conn = iwarp_sk_conn(sk);
 	if (conn && !READ_ONCE(conn->closing) && sk_stream_is_writeable(sk)) {
 		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
-		queue_work(iwarp_wq, &conn->tx_work);
+		iwarp_tx_kick(conn);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }
@@ -349,9 +396,7 @@ void iwarp_cm_unpend(struct iwarp_conn *conn)
 
 void iwarp_cm_close_async(struct iwarp_conn *conn)
 {
-	iwarp_conn_get(conn);
-	if (!queue_work(iwarp_wq, &conn->close_work))
-		iwarp_conn_put(conn);
+	iwarp_conn_queue(conn, iwarp_wq, &conn->close_work);
 }
 
 void iwarp_cm_close_work(struct work_struct *work)
@@ -360,17 +405,26 @@ void iwarp_cm_close_work(struct work_struct *work)
 
 	/*
 	 * The peer closed: what it sent before its FIN (a Terminate, the
-	 * end of a message) is parsed before the QP goes down.
+	 * end of a message) is parsed before the QP goes down. cm_lock
+	 * keeps a concurrent close from releasing the socket meanwhile.
 	 */
 	if (READ_ONCE(conn->fpdu_mode)) {
 		flush_work(&conn->rx_work);
-		iwarp_rx_read(conn);
+		mutex_lock(&conn->cm_lock);
+		if (!READ_ONCE(conn->closing))
+			iwarp_rx_read(conn);
+		mutex_unlock(&conn->cm_lock);
 	}
 	iwarp_conn_close(conn, false);
-	iwarp_conn_put(conn);
+	iwarp_conn_put(conn);		/* the work's */
 }
 
-/* The QP of a closing connection: error, flushed, told. */
+/*
+ * The QP of a closing connection: error, flushed, told. The receive engine
+ * is stopped (unhooked, rx_work cancelled, close_work excluded by cm_lock),
+ * so the flush may complete the receive a message was filling; from now on
+ * the doorbell flushes what is posted (tx.c).
+ */
 static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
@@ -382,13 +436,9 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
 	/* a receive posted from now on rings, and is flushed (qp.c) */
 	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR | IWARP_RING_F_IDLE, 0);
-	/*
-	 * Flush first: it completes the receive a message was filling. A
-	 * connection that never came up flushes what was posted as well.
-	 */
+	/* A connection that never came up flushes what was posted as well. */
 	iwarp_conn_flush(conn, true);
-	if (was_up)
-		iwarp_rx_release(conn);
+	conn->stopped = true;
 	mutex_unlock(&conn->tx_lock);
 	if (was_up)
 		iwarp_cm_event(conn, IWARP_EVENT_DISCONNECTED, 0, 0, NULL, 0);
@@ -396,6 +446,7 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 
 void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 {
+	struct socket *sock;
 	unsigned long flags;
 
 	spin_lock_irqsave(&conn->lock, flags);
@@ -405,20 +456,31 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	}
 	conn->closing = true;
 	conn->state = IWARP_CM_STATE_CLOSING;
+	sock = conn->sock;		/* set under conn->lock (cm_mpa.c) */
 	spin_unlock_irqrestore(&conn->lock, flags);
 
-	if (conn->sock) {
-		iwarp_conn_unhook(conn);
-		if (conn->kind == IWARP_CM_KIND_LISTENER)
-			iwarp_cm_listener_drain(conn);
-		if (abort || conn->kind == IWARP_CM_KIND_LISTENER)
-			sock_no_linger(conn->sock->sk);
-		/* wakes a blocked connect, accept or receive of cm_work */
-		kernel_sock_shutdown(conn->sock, SHUT_RDWR);
+	if (sock && conn->kind != IWARP_CM_KIND_LISTENER) {
+		if (abort)
+			sock_no_linger(sock->sk);
+		/* wakes a blocked connect, MPA read or Reply write */
+		kernel_sock_shutdown(sock, SHUT_RDWR);
 	}
-	cancel_work_sync(&conn->cm_work);
-	cancel_work_sync(&conn->rx_work);
-	cancel_work_sync(&conn->tx_work);
+	iwarp_conn_cancel(conn, &conn->cm_work);
+	if (current_work() != &conn->linger_work.work &&
+	    cancel_delayed_work_sync(&conn->linger_work))
+		iwarp_conn_put(conn);
+	/* An accept or reject in progress ends (it finds closing set). */
+	mutex_lock(&conn->cm_lock);
+	if (sock) {
+		iwarp_conn_unhook(conn);
+		if (conn->kind == IWARP_CM_KIND_LISTENER) {
+			iwarp_cm_listener_drain(conn);
+			sock_no_linger(sock->sk);
+			kernel_sock_shutdown(sock, SHUT_RDWR);
+		}
+	}
+	iwarp_conn_cancel(conn, &conn->rx_work);
+	iwarp_conn_cancel(conn, &conn->tx_work);
 	iwarp_cm_unpend(conn);
 	if (conn->qp)
 		iwarp_conn_close_qp(conn);
@@ -428,10 +490,23 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		iwarp_conn_stats_add(conn, &st);
 		iwarp_link_stats_fold(conn->ctx->net, conn->ifindex, &st);
 	}
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_CLOSED);
+	if (conn->published)
+		xa_erase(&iwarp_cm_index, conn->id);
+	/*
+	 * Nothing uses the socket any more: TCP finishes what is left of it
+	 * (sends what was queued, or resets with @abort) and its own timers
+	 * bound the orphan's last states (FIN_WAIT2: tcp_fin_timeout).
+	 */
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->sock = NULL;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	mutex_unlock(&conn->cm_lock);
+	if (sock)
+		sock_release(sock);
+	/* Outside cm_lock: each request closed takes its own. */
 	if (conn->kind == IWARP_CM_KIND_LISTENER)
 		iwarp_cm_listener_closed(conn);
-	iwarp_conn_set_state(conn, IWARP_CM_STATE_CLOSED);
-	xa_erase(&iwarp_cm_index, conn->id);
 	iwarp_conn_put(conn);		/* the index's */
 }
 
@@ -464,6 +539,15 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
 	/* a receive posted from now on rings, and is flushed (qp.c) */
 	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR | IWARP_RING_F_IDLE, 0);
+	/*
+	 * The peer closes after our Terminate, or we do (bounded lifetime).
+	 * Queued under conn->lock, before a close can cancel it; the caller's
+	 * reference keeps the put from being the last.
+	 */
+	iwarp_conn_get(conn);
+	if (!queue_delayed_work(iwarp_wq, &conn->linger_work,
+				msecs_to_jiffies(IWARP_CONN_LINGER_MS)))
+		iwarp_conn_put(conn);
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	pr_debug("qp %u: error, term %s %#x\n", qp->id, received ? "received" : "sent", code);
@@ -524,8 +608,8 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
 	iwarp_conn_hook(conn);
 	/* FPDUs may have arrived with or right after the last MPA frame. */
-	queue_work(iwarp_wq, &conn->rx_work);
-	queue_work(iwarp_wq, &conn->tx_work);
+	iwarp_conn_queue(conn, iwarp_wq, &conn->rx_work);
+	iwarp_tx_kick(conn);
 	/*
 	 * So may the peer's FIN or reset, which then found TCP's own
 	 * state_change callback: a peer that gives up right after the MPA
@@ -562,6 +646,8 @@ void iwarp_cm_qp_close(struct iwarp_qp *qp)
 	struct iwarp_conn *conn;
 
 	spin_lock_bh(&iwarp_qp_conn_lock);
+	/* A connect or accept that has not bound the QP yet finds it taken. */
+	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
 	conn = qp->conn;
 	qp->conn = NULL;
 	spin_unlock_bh(&iwarp_qp_conn_lock);
@@ -573,15 +659,28 @@ void iwarp_cm_qp_close(struct iwarp_qp *qp)
 
 /* ------------------------------------------------------------- module */
 
+/*
+ * Two queues: the MPA exchanges block on sockets for up to their deadline,
+ * so they run apart from the engines and closes, which never wait on a
+ * peer; a flood of slow connection setups cannot stall anyone's datapath.
+ */
 int iwarp_conn_init(void)
 {
 	iwarp_wq = alloc_workqueue("iwarp", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	return iwarp_wq ? 0 : -ENOMEM;
+	if (!iwarp_wq)
+		return -ENOMEM;
+	iwarp_cm_wq = alloc_workqueue("iwarp_cm", WQ_UNBOUND, WQ_UNBOUND_MAX_ACTIVE);
+	if (!iwarp_cm_wq) {
+		destroy_workqueue(iwarp_wq);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void iwarp_conn_exit(void)
 {
 	/* Every context is closed: no object is left. */
+	destroy_workqueue(iwarp_cm_wq);
 	destroy_workqueue(iwarp_wq);
 	if (atomic_read(&iwarp_conns_live))
 		pr_err("leak: %d connections\n", atomic_read(&iwarp_conns_live));

@@ -18,8 +18,13 @@ struct work_struct;
 extern spinlock_t iwarp_qp_conn_lock;
 extern atomic_t iwarp_conns_live;
 
-/* A new object in the CM index, holding the index's reference. */
+/* A new object, with the reference the index takes over at publication. */
 struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind);
+/*
+ * Lists a fully built object in the CM index (it gets its id): 0, or
+ * -EBADF once its context is being closed. Process context.
+ */
+int iwarp_conn_publish(struct iwarp_conn *conn);
 /* Object @id of @ctx with a reference, or NULL. */
 struct iwarp_conn *iwarp_conn_lookup(struct iwarp_ctx *ctx, u32 id);
 void iwarp_conn_set_state(struct iwarp_conn *conn, u8 state);

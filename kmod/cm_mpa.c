@@ -2,12 +2,15 @@
 /*
  * Connection manager requests and the MPA exchange (MPA-32..MPA-52).
  *
- * The exchange runs in cm_work with blocking socket calls bounded by the
- * socket timeouts (the connect timeout for the active side, 5 s for the
- * Request on the passive side, as siw). Exactly the frame's octets are
- * read, so any FPDU that follows stays in the socket for the receive
- * engine. iwarp_conn_close() shuts the socket down, which ends a blocked
- * call, and then waits for the work.
+ * The exchange runs in cm_work (on its own workqueue) with blocking socket
+ * calls bounded by one deadline for the whole exchange (the connect
+ * timeout for the active side; 5 s from the TCP accept to the whole
+ * Request on the passive side, as siw), however the peer spreads its
+ * octets. Exactly the frame's octets are read, so any FPDU that follows
+ * stays in the socket for the receive engine. iwarp_conn_close() shuts the
+ * socket down, which ends a blocked call, and then waits for the work.
+ * Accept and reject run in the caller under cm_lock, which the close takes
+ * before it unhooks and releases the socket.
  *
  * The MPA parameters come from the link of the device the connection's
  * route uses (iwarpctl link set), overridden per connection; a connection
@@ -44,13 +47,20 @@ DEFINE_SPINLOCK(iwarp_qp_conn_lock);
 
 /* ------------------------------------------------------------ socket I/O */
 
-static int iwarp_sock_recv(struct socket *sock, void *buf, size_t len)
+/* Reads @len octets by the exchange's deadline. */
+static int iwarp_sock_recv(struct iwarp_conn *conn, void *buf, size_t len)
 {
 	struct msghdr msg = { .msg_flags = MSG_WAITALL | MSG_NOSIGNAL };
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	struct socket *sock = conn->sock;
+	long left;
 	int n;
 
 	while (len) {
+		left = (long)(conn->deadline - jiffies);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		WRITE_ONCE(sock->sk->sk_rcvtimeo, left);
 		n = kernel_recvmsg(sock, &msg, &iov, 1, len, MSG_WAITALL);
 		if (n == -EAGAIN)
 			return -ETIMEDOUT;
@@ -96,7 +106,7 @@ static int iwarp_mpa_read(struct iwarp_conn *conn, bool rep, u8 *buf,
 	for (;;) {
 		if (have + need > IWARP_MPA_FRAME_MAX)
 			return -EBADMSG;
-		err = iwarp_sock_recv(conn->sock, buf + have, need);
+		err = iwarp_sock_recv(conn, buf + have, need);
 		if (err)
 			return err;
 		have += need;
@@ -250,25 +260,69 @@ static int iwarp_cm_policy(struct iwarp_conn *conn, const struct iwarp_cm_params
 	return 0;
 }
 
+/*
+ * Room for the application's private data in a frame: RFC 6581 counts the
+ * IRD/ORD words of an enhanced frame in the 512 octets of RFC 5044.
+ */
+static u16 iwarp_pd_room(bool enhanced)
+{
+	return IWARP_PDATA_MAX - (enhanced ? IWARP_MPA_V2 : 0);
+}
+
 /* ------------------------------------------------------------ active side */
 
+/*
+ * A kernel socket holds no reference to its namespace; this one does, as
+ * user sockets do (and the sockets TCP clones from a listener that does).
+ */
+static void iwarp_sk_hold_net(struct sock *sk, struct net *net)
+{
+	if (sk->sk_net_refcnt)
+		return;
+	sk->sk_net_refcnt = 1;
+	get_net_track(net, &sk->ns_tracker, GFP_KERNEL);
+	sock_inuse_add(net, 1);
+}
+
+/*
+ * A kernel socket in the context's namespace, published in conn->sock
+ * unless the connection is closing already. It holds a reference to the
+ * namespace, as user sockets do: once released it may linger in TCP's last
+ * states, and those must not outlive the namespace.
+ */
 static int iwarp_cm_sock_new(struct iwarp_conn *conn, int family)
 {
+	struct net *net = conn->ctx->net;
+	struct socket *sock;
+	struct sock *sk;
 	int err;
 
-	err = sock_create_kern(conn->ctx->net, family, SOCK_STREAM, IPPROTO_TCP, &conn->sock);
+	err = sock_create_kern(net, family, SOCK_STREAM, IPPROTO_TCP, &sock);
 	if (err)
 		return err;
-	tcp_sock_set_nodelay(conn->sock->sk);
+	sk = sock->sk;
+	iwarp_sk_hold_net(sk, net);
+	tcp_sock_set_nodelay(sk);
+	spin_lock_bh(&conn->lock);
+	if (!conn->closing) {
+		conn->sock = sock;
+		sock = NULL;
+	}
+	spin_unlock_bh(&conn->lock);
+	if (sock) {
+		sock_release(sock);
+		return -ECONNABORTED;
+	}
 	return 0;
 }
 
 static int iwarp_cm_connect_run(struct iwarp_conn *conn, struct iwp_mpa_frame *rep, u8 *buf)
 {
-	struct sock *sk;
 	long timeo = msecs_to_jiffies(conn->timeout_ms);
+	struct sock *sk;
 	int err;
 
+	conn->deadline = jiffies + timeo;
 	err = iwarp_cm_sock_new(conn, conn->peer.ss_family);
 	if (err)
 		return err;
@@ -289,6 +343,8 @@ static int iwarp_cm_connect_run(struct iwarp_conn *conn, struct iwp_mpa_frame *r
 		return err;
 
 	iwp_mpa_req_init(&conn->pol, &conn->req);
+	if (conn->own_pd_len > iwarp_pd_room(conn->req.enhanced))
+		return -EMSGSIZE;	/* the link's revision 2: 508 octets */
 	conn->req.pdata = conn->own_pd;
 	conn->req.pd_len = conn->own_pd_len;
 	err = iwarp_mpa_write(conn, &conn->req);
@@ -356,6 +412,12 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 	struct iwarp_qp *qp;
 	int err = 0;
 
+	/* With the link's revision, known only once routed: the event says. */
+	if ((p->set & IWARP_LINK_SET_MPA_REV) && p->mpa_rev == 2 &&
+	    p->pd_len > iwarp_pd_room(true)) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Request (its IRD/ORD take 4 of the 512)");
+		return -EMSGSIZE;
+	}
 	qp = iwarp_qp_get(ctx, qp_id);
 	if (!qp) {
 		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
@@ -389,7 +451,13 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 		iwarp_conn_close(conn, true);
 		return err;
 	}
-	queue_work(iwarp_wq, &conn->cm_work);
+	err = iwarp_conn_publish(conn);
+	if (err) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_CTX_FD: the context is being closed");
+		iwarp_conn_close(conn, true);	/* the QP goes with the context */
+		return err;
+	}
+	iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
 	return 0;
 }
 
@@ -404,7 +472,7 @@ static void iwarp_cm_request_work(struct iwarp_conn *conn)
 	buf = kmalloc(IWARP_MPA_FRAME_MAX, GFP_KERNEL);
 	if (!buf)
 		goto fail;
-	conn->sock->sk->sk_rcvtimeo = msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
+	/* The accept Reply is written by the application's call (bounded). */
 	conn->sock->sk->sk_sndtimeo = msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
 	err = iwarp_mpa_read(conn, false, buf, &req, &conn->res.term);
 	if (!err)
@@ -433,8 +501,12 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 	struct iwarp_conn *conn;
 	struct socket *ns;
 
+	/* Not before iwarp_cm_listen() published it: it queues us then. */
+	if (!READ_ONCE(lsn->published))
+		return;
 	while (!READ_ONCE(lsn->closing) && !kernel_accept(lsn->sock, &ns, O_NONBLOCK)) {
 		iwarp_conn_unhook_child(lsn, ns->sk);
+		iwarp_sk_hold_net(ns->sk, lsn->ctx->net);
 		if (atomic_read(&lsn->pending) >= lsn->backlog) {
 			sock_release(ns);	/* the application is not keeping up */
 			continue;
@@ -456,8 +528,14 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 			continue;
 		}
 		conn->state = IWARP_CM_STATE_MPA_WAIT_REQUEST;
+		/* One deadline for the whole Request, however it trickles in. */
+		conn->deadline = jiffies + msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
+		if (iwarp_conn_publish(conn)) {
+			iwarp_conn_close(conn, true);
+			continue;
+		}
 		pr_debug("cm %u: accepted on listener %u\n", conn->id, lsn->id);
-		queue_work(iwarp_wq, &conn->cm_work);
+		iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
 	}
 }
 
@@ -466,7 +544,7 @@ void iwarp_cm_work(struct work_struct *work)
 	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, cm_work);
 
 	if (READ_ONCE(conn->closing))
-		return;
+		goto out;
 	switch (conn->kind) {
 	case IWARP_CM_KIND_LISTENER:
 		iwarp_cm_accept_work(conn);
@@ -478,6 +556,8 @@ void iwarp_cm_work(struct work_struct *work)
 		iwarp_cm_request_work(conn);
 		break;
 	}
+out:
+	iwarp_conn_put(conn);		/* the work's */
 }
 
 /* The request @conn_id of @ctx, waiting for accept or reject, claimed. */
@@ -503,6 +583,34 @@ static struct iwarp_conn *iwarp_cm_claim(struct iwarp_ctx *ctx, u32 conn_id,
 	if (!conn)
 		NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: no such pending request in the context");
 	return conn;
+}
+
+/*
+ * Takes @conn's cm_lock for an answer to its request: 0, or -ECONNABORTED
+ * (lock not held) if the connection was closed meanwhile.
+ */
+static int iwarp_cm_answer_lock(struct iwarp_conn *conn, struct netlink_ext_ack *extack)
+{
+	mutex_lock(&conn->cm_lock);
+	if (!READ_ONCE(conn->closing))
+		return 0;
+	mutex_unlock(&conn->cm_lock);
+	NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the connection was closed meanwhile");
+	return -ECONNABORTED;
+}
+
+/*
+ * With cm_lock held: whether @pd_len octets of private data fit the Reply
+ * (enhanced exactly when the Request was). If not, the request stays
+ * pending for another answer.
+ */
+static int iwarp_cm_pd_fits(struct iwarp_conn *conn, u16 pd_len, struct netlink_ext_ack *extack)
+{
+	if (pd_len <= iwarp_pd_room(conn->req.enhanced))
+		return 0;
+	NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Reply (its IRD/ORD take 4 of the 512)");
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_ACCEPT);
+	return -EMSGSIZE;
 }
 
 int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
@@ -532,6 +640,19 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		iwarp_qp_put(qp);
 		return -ENOENT;
 	}
+	err = iwarp_cm_answer_lock(conn, extack);
+	if (err) {
+		iwarp_qp_put(qp);
+		iwarp_conn_put(conn);
+		return err;
+	}
+	err = iwarp_cm_pd_fits(conn, p->pd_len, extack);
+	if (err) {
+		iwarp_qp_put(qp);
+		mutex_unlock(&conn->cm_lock);
+		iwarp_conn_put(conn);
+		return err;
+	}
 	if (p->set & IWARP_LINK_SET_IRD)
 		conn->pol.ird = p->ird;
 	if (p->set & IWARP_LINK_SET_ORD)
@@ -550,6 +671,7 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP is not idle");
 		iwarp_qp_put(qp);
 		iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_ACCEPT);
+		mutex_unlock(&conn->cm_lock);
 		iwarp_conn_put(conn);
 		return err;
 	}
@@ -565,20 +687,20 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 	}
 	if (!err)
 		err = iwarp_conn_start_fpdu(conn);
+	if (!err && !conn->res.p2p) {
+		iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
+		iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
+	}
+	mutex_unlock(&conn->cm_lock);
 	if (err) {
 		if (err != -ECONNREFUSED)
 			NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the connection failed while accepting");
 		WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
 		iwarp_conn_close(conn, true);
-		iwarp_conn_put(conn);
-		return err == -ECONNREFUSED ? err : -ECONNABORTED;
-	}
-	if (!conn->res.p2p) {
-		iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
-		iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
+		err = err == -ECONNREFUSED ? err : -ECONNABORTED;
 	}
 	iwarp_conn_put(conn);
-	return 0;
+	return err;
 }
 
 int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_len,
@@ -587,16 +709,27 @@ int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_
 	struct iwp_mpa_frame rep;
 	struct iwp_mpa_result res;
 	struct iwarp_conn *conn;
+	int err;
 
 	conn = iwarp_cm_claim(ctx, conn_id, extack);
 	if (!conn)
 		return -ENOENT;
+	err = iwarp_cm_answer_lock(conn, extack);
+	if (!err)
+		err = iwarp_cm_pd_fits(conn, pd_len, extack);
+	if (err) {
+		if (err == -EMSGSIZE)
+			mutex_unlock(&conn->cm_lock);
+		iwarp_conn_put(conn);
+		return err;
+	}
 	iwarp_cm_unpend(conn);
 	iwp_mpa_respond(&conn->pol, &conn->req, &rep, &res);
 	rep.r = 1;
 	rep.pdata = pdata;
 	rep.pd_len = pd_len;
 	iwarp_mpa_write(conn, &rep);	/* best effort: the peer may be gone */
+	mutex_unlock(&conn->cm_lock);
 	iwarp_nl_notify_cm(conn, IWARP_EVENT_REASON_CM_REJECTED);
 	iwarp_conn_close(conn, false);
 	iwarp_conn_put(conn);
@@ -605,6 +738,11 @@ int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_
 
 /* ------------------------------------------------------------ listeners */
 
+/*
+ * The listener is published (LISTEN_CLOSE can find it) only once its
+ * socket listens and is hooked; a SYN that arrives before that waits in
+ * TCP's queue for the accept work queued last.
+ */
 int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
 		    u32 *id, struct netlink_ext_ack *extack)
 {
@@ -634,12 +772,17 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 		goto fail;
 	if (kernel_getsockname(lsn->sock, (struct sockaddr *)&lsn->local) < 0)
 		lsn->local = *addr;
-	*addr = lsn->local;
 	lsn->state = IWARP_CM_STATE_LISTEN;
 	iwarp_conn_hook(lsn);
+	err = iwarp_conn_publish(lsn);
+	if (err) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_CTX_FD: the context is being closed");
+		goto fail;
+	}
+	*addr = lsn->local;
 	*id = lsn->id;
-	/* Connections may have queued between listen() and the hook. */
-	queue_work(iwarp_wq, &lsn->cm_work);
+	/* Connections may have queued before the hook or the publication. */
+	iwarp_conn_queue(lsn, iwarp_cm_wq, &lsn->cm_work);
 	return 0;
 fail:
 	iwarp_conn_close(lsn, true);

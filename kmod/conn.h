@@ -3,16 +3,37 @@
  * Connections: one kernel TCP socket carrying one QP's RDMAP stream, from
  * the MPA exchange (cm.c, cm_mpa.c) through FPDU mode (tx.c, rx.c).
  *
- * Lifetime: a connection is listed in the module-wide CM index from its
- * creation until iwarp_conn_close(); the index, each queued work item and
- * the socket callbacks (sk_user_data) hold references. A bound QP holds
- * the connection in qp->conn and the connection holds the QP.
+ * Lifetime (the rules of DESIGN.md, as this module follows them):
  *
- * Locking: conn->lock (a spinlock, BH-safe) guards state, the SQ
- * completion indices, the ORQ and IRQ and the pending Terminate; the
- * transmit engine runs under conn->tx_lock (a mutex); the receive engine
- * runs only from rx_work, under the socket lock. Never take tx_lock under
- * conn->lock.
+ * - Publish last. A connection is built completely (listener: socket bound,
+ *   listening and hooked) before iwarp_conn_publish() lists it in the
+ *   module-wide CM index under its context's lock, which fails once the
+ *   context is dead. Until then its id names nothing.
+ * - References. The index holds one from publication until
+ *   iwarp_conn_close() ends; a bound QP holds one in qp->conn (dropped at QP
+ *   teardown) and the connection holds the QP. Every queued work item holds
+ *   one: iwarp_conn_queue() takes it, the work drops it when it ends, and
+ *   iwarp_conn_cancel() drops it for a work it cancelled. Socket callbacks
+ *   reach the connection through sk_user_data only while hooked, under
+ *   sk_callback_lock; iwarp_conn_close() unhooks before the index's
+ *   reference goes.
+ * - Teardown (iwarp_conn_close) is the reverse: shut the socket down (wakes
+ *   blocked setup I/O), stop the setup work, take cm_lock (waits for an
+ *   accept or reject in progress), unhook, stop the engines, flush the QP,
+ *   unpublish, release the socket (TCP bounds what is left of it: orphaned
+ *   sockets time out), drop the index's reference.
+ * - Memory regions are never held across anything a peer controls: the
+ *   engines look an STag up and check it for each copy (mr.h).
+ * - Bounded lifetime: the MPA exchange has one deadline; a connection whose
+ *   QP went to error is closed after IWARP_CONN_LINGER_MS unless the peer
+ *   closed it first.
+ *
+ * Lock order: cm_lock, then tx_lock, then the socket lock, then conn->lock
+ * (a BH-safe spinlock guarding state, closing, the SQ completion indices,
+ * the ORQ and IRQ and the pending Terminate). sk_callback_lock is taken
+ * alone or inside the socket lock (TCP's callbacks). Nothing sleeps under
+ * conn->lock or sk_callback_lock. The transmit engine runs under tx_lock;
+ * the receive engine under the socket lock (softirq, or rx_work).
  */
 #ifndef _IWARP_CONN_H
 #define _IWARP_CONN_H
@@ -38,6 +59,9 @@ struct iwarp_mr;
 struct iwarp_qp;
 struct sock;
 struct socket;
+
+/* The QP went to error: the peer has this long to close before we abort. */
+#define IWARP_CONN_LINGER_MS	5000
 
 /* Private data we accept and send: RFC 5044's limit. */
 #define IWARP_PDATA_MAX		512
@@ -73,7 +97,7 @@ struct iwarp_orq_ent {
 
 /* An RDMA Read the peer issued, answered by the transmit engine (IRQ). */
 struct iwarp_irq_ent {
-	struct iwarp_mr *mr;	/* reference; NULL for zero length */
+	u32 src_stag;		/* checked at arrival and for each FPDU */
 	u32 sink_stag;
 	u64 sink_to;
 	u64 src_to;
@@ -105,15 +129,17 @@ struct iwarp_conn {
 	u8 kind;			/* enum iwarp_cm_kind */
 	u8 state;			/* enum iwarp_cm_state, conn->lock */
 	bool closing;			/* iwarp_conn_close() ran */
+	bool stopped;			/* engines stopped, QP flushed (tx_lock) */
 	bool fpdu_mode;			/* engines installed */
 	bool hooked;			/* socket callbacks installed */
+	bool published;			/* in the CM index */
 	struct iwarp_ctx *ctx;		/* held */
 	struct iwarp_conn *lsn;		/* passive: the listener, held */
 	u32 backlog;			/* listener: pending requests allowed */
 	atomic_t pending;		/* listener: requests not yet answered */
 	atomic_t pending_counted;	/* request: counted in lsn->pending */
 	struct iwarp_qp *qp;		/* held once bound */
-	struct socket *sock;
+	struct socket *sock;		/* set and cleared under conn->lock */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	int ifindex;			/* the route's device, for link stats */
@@ -125,12 +151,15 @@ struct iwarp_conn {
 	struct iwp_mpa_frame req;	/* the Request sent or received */
 	struct iwp_mpa_result res;
 	u32 timeout_ms;
+	unsigned long deadline;		/* jiffies: the end of the MPA exchange */
 	u16 own_pd_len;
 	u16 peer_pd_len;
 	u8 own_pd[IWARP_PDATA_MAX];
 	u8 peer_pd[IWARP_PDATA_MAX];
 	struct work_struct cm_work;	/* the exchange; blocking socket calls */
 	struct work_struct close_work;	/* iwarp_conn_close() from callbacks */
+	struct delayed_work linger_work;	/* closes a QP in error */
+	struct mutex cm_lock;		/* accept, reject against close */
 
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_write_space)(struct sock *sk);
@@ -153,7 +182,6 @@ struct iwarp_conn {
 	u32 sq_built;			/* slots fully framed into txbuf */
 	bool cur_active;		/* a WR is being framed */
 	struct iwarp_sqe cur;		/* its copy */
-	struct iwarp_mr *cur_mrs[IWARP_SQE_MAX_SGE];	/* its SGEs' MRs */
 	u32 cur_off;			/* payload octets framed */
 	u32 msn_send;			/* next MSN on QN 0 */
 	u32 msn_rreq;			/* next MSN on QN 1 */
@@ -181,13 +209,13 @@ struct iwarp_conn {
 	struct iwp_ddp_msg rmsg;	/* the segment being received */
 	u8 rx_target;			/* enum iwarp_rx_target */
 	bool rx_bad;			/* stop: the stream is in error */
-	struct iwarp_mr *rx_mr;		/* IWARP_RXT_MR: reference */
+	u32 rx_stag;			/* IWARP_RXT_MR: the STag, checked */
+	u32 rx_access;			/* the access it needs */
 	u64 rx_to;
 	u32 rq_next;			/* next RQ slot to take */
 	u32 rq_msn;			/* next expected MSN on QN 0 */
 	bool rq_active;			/* a Send message is in progress */
 	struct iwarp_rqe rqe;		/* its copy */
-	struct iwarp_mr *rqe_mr[IWARP_RQE_MAX_SGE];	/* references */
 	u32 rqe_len;			/* its buffer space */
 	u32 rq_rcvd;			/* octets placed */
 	u32 rx_mo;
@@ -204,10 +232,18 @@ struct iwarp_conn {
 int iwarp_conn_init(void);
 void iwarp_conn_exit(void);
 
+/* The engines' and closes' work; the MPA exchanges have their own. */
 extern struct workqueue_struct *iwarp_wq;
+extern struct workqueue_struct *iwarp_cm_wq;
 
 void iwarp_conn_get(struct iwarp_conn *conn);
 void iwarp_conn_put(struct iwarp_conn *conn);
+/*
+ * Queues @work of @conn on @wq with a reference the work drops when it
+ * ends (false, and no reference kept, if it was queued already).
+ */
+bool iwarp_conn_queue(struct iwarp_conn *conn, struct workqueue_struct *wq,
+		      struct work_struct *work);
 
 /*
  * Ends a connection: the QP (if any) goes to error with its work flushed,
@@ -251,12 +287,10 @@ void iwarp_rx_read(struct iwarp_conn *conn);
 void iwarp_rx_direct(struct iwarp_conn *conn);
 int iwarp_tx_buf(struct iwarp_conn *conn);
 void iwarp_tx_buf_free(struct iwarp_conn *conn);
-/* Ends the RQE in progress with @status (a completion) and drops its MRs. */
+/* Ends the RQE in progress with @status (a completion). */
 void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status);
 void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 term);
 bool iwarp_conn_term(struct iwarp_conn *conn, u8 *status, u8 *wc_flags, u32 *term);
-/* Drops what the receive engine holds; the engine is stopped. */
-void iwarp_rx_release(struct iwarp_conn *conn);
 
 /* Term code as reported (struct iwarp_cqe.term, stats). */
 static inline u32 iwarp_term_code(const struct iwp_term *t)

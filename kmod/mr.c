@@ -98,14 +98,53 @@ int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
 	return iwarp_mr_copy(mr, to, (void *)src, len, true);
 }
 
-int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd)
+static int iwarp_mr_ok(const struct iwarp_mr *mr, const struct iwarp_pd *pd, u32 access,
+		       u64 to, u64 len)
+{
+	if (READ_ONCE(mr->invalid))
+		return -ENOENT;
+	if (mr->pd != pd || (mr->access & access) != access)
+		return -EACCES;
+	if (!iwarp_mr_range_ok(mr, to, len))
+		return -EFAULT;
+	return 0;
+}
+
+int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 len)
+{
+	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	int err;
+
+	if (!mr)
+		return -ENOENT;
+	err = iwarp_mr_ok(mr, pd, access, to, len);
+	iwarp_mr_put(mr);
+	return err;
+}
+
+int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void *buf,
+		  size_t len, bool to_mr)
+{
+	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	int err;
+
+	if (!mr)
+		return -ENOENT;
+	err = iwarp_mr_ok(mr, pd, access, to, len);
+	if (!err)
+		err = iwarp_mr_copy(mr, to, buf, len, to_mr);
+	iwarp_mr_put(mr);
+	return err;
+}
+
+int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd, bool remote)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
 	int err = 0;
 
 	if (!mr)
 		return -ENOENT;
-	if (mr->pd != pd)
+	if (mr->pd != pd || (remote && !(mr->access & IWARP_MR_ACCESS_F_REMOTE_ALL)))
 		err = -EACCES;
 	else
 		WRITE_ONCE(mr->invalid, true);
@@ -189,7 +228,8 @@ static void iwarp_mr_free(struct iwarp_mr *mr)
 /*
  * Unpublished from the context already: unpublishes from the module-wide
  * index, waits for the datapath's references, unpins and frees. Process
- * context, no locks held.
+ * context, no locks held. The wait is short: the engines hold an MR only
+ * for one copy (iwarp_mr_xfer()), never across anything a peer controls.
  */
 static void iwarp_mr_teardown(struct iwarp_mr *mr)
 {

@@ -5,8 +5,12 @@
  * arrives from the wire (iwarp_mr_get()); the context owning an MR is
  * recorded in it.
  *
- * References from iwarp_mr_get() are short-lived (held while bytes are
- * placed or read); deregistration waits for them before it unpins.
+ * References from iwarp_mr_get() are short-lived: held while one range is
+ * checked or copied, never across a wait for a peer or for user space
+ * (a segment whose payload is still to arrive, a full send buffer). The
+ * engines keep the STag instead and check it again for each copy
+ * (iwarp_mr_xfer()), so deregistration, which waits for the references
+ * before it unpins, never waits on a peer.
  */
 #ifndef _IWARP_MR_H
 #define _IWARP_MR_H
@@ -22,6 +26,10 @@ struct iwarp_pd;
 struct mm_struct;
 struct netlink_ext_ack;
 struct page;
+
+#define IWARP_MR_ACCESS_F_REMOTE_ALL	(IWARP_MR_ACCESS_F_REMOTE_READ |	\
+					 IWARP_MR_ACCESS_F_REMOTE_WRITE |	\
+					 IWARP_MR_ACCESS_F_REMOTE_ATOMIC)
 
 /* Longest region: 256 GiB (its page array then takes 512 MiB). */
 #define IWARP_MR_MAX_LENGTH	BIT_ULL(38)
@@ -74,10 +82,28 @@ int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len);
 int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr);
 
 /*
- * Invalidates STag @stag (RDMAP-8, local invalidation): -ENOENT if there is
- * no such STag, -EACCES if it is not in @pd.
+ * Whether the region named by @stag is valid (else -ENOENT), in @pd with
+ * every right of @access (else -EACCES) and covers [@to, @to + @len) (else
+ * -EFAULT). Holds the region only while it looks. Any context but NMI.
  */
-int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd);
+int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 len);
+
+/*
+ * Copies @len octets between @buf and the region named by @stag at tagged
+ * offset @to (into the region when @to_mr), after checking that the STag
+ * is valid (-ENOENT), in @pd with every right of @access (-EACCES) and that
+ * the range lies inside the region (-EFAULT). The region is held only for
+ * the copy. Any context but NMI.
+ */
+int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void *buf,
+		  size_t len, bool to_mr);
+
+/*
+ * Invalidates STag @stag (RDMAP-8): -ENOENT if there is no such STag,
+ * -EACCES if it is not in @pd or, for a peer's Send with Invalidate
+ * (@remote), if it grants no remote access.
+ */
+int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd, bool remote);
 
 #ifdef IWARP_SELFTEST
 int iwarp_mr_selftest(void);

@@ -56,7 +56,6 @@ void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 
 		.status = status,
 		.flags = wc_flags,
 	};
-	int i;
 
 	if (wc_flags)
 		cqe.term = term;
@@ -69,11 +68,6 @@ void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 
 			cqe.flags |= IWARP_WC_F_INVALIDATED;
 			cqe.inv_stag = conn->rmsg.inv_stag;
 		}
-	}
-	for (i = 0; i < IWARP_RQE_MAX_SGE; i++) {
-		if (conn->rqe_mr[i])
-			iwarp_mr_put(conn->rqe_mr[i]);
-		conn->rqe_mr[i] = NULL;
 	}
 	conn->rq_active = false;
 	iwarp_cq_post(qp->recv_cq, &cqe);
@@ -99,20 +93,14 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	conn->rq_rcvd = 0;
 	if (rqe->num_sge > IWARP_RQE_MAX_SGE)
 		goto bad;
+	/* Checked now, and again for each copy (iwarp_rx_rqe_place()). */
 	for (i = 0; i < rqe->num_sge; i++) {
 		const struct iwarp_sge *sge = &rqe->sge[i];
-		struct iwarp_mr *mr;
 
 		total += sge->length;
-		if (!sge->length)
-			continue;
-		mr = iwarp_mr_get(sge->lkey);
-		if (!mr)
-			goto bad;
-		conn->rqe_mr[i] = mr;
-		if (mr->pd != qp->pd || READ_ONCE(mr->invalid) ||
-		    !(mr->access & IWARP_MR_ACCESS_F_LOCAL_WRITE) ||
-		    !iwarp_mr_range_ok(mr, sge->addr, sge->length))
+		if (sge->length &&
+		    iwarp_mr_check(sge->lkey, qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, sge->addr,
+				   sge->length))
 			goto bad;
 	}
 	conn->rqe_len = total;
@@ -140,7 +128,8 @@ static int iwarp_rx_rqe_place(struct iwarp_conn *conn, u32 mo, const u8 *p, u32 
 			continue;
 		}
 		n = min(len, sge->length - mo);
-		err = iwarp_mr_copy(conn->rqe_mr[i], sge->addr + mo, (void *)p, n, true);
+		err = iwarp_mr_xfer(sge->lkey, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE,
+				    sge->addr + mo, (void *)p, n, true);
 		if (err)
 			return err;
 		p += n;
@@ -152,12 +141,40 @@ static int iwarp_rx_rqe_place(struct iwarp_conn *conn, u32 mo, const u8 *p, u32 
 
 /* ------------------------------------------------------------ segments */
 
+/*
+ * Whether the STag of the tagged segment in rmsg refuses @plen octets with
+ * @access; @t gets the Terminate. The MR is held only while it is looked at.
+ */
+static bool iwarp_rx_stag_bad(struct iwarp_conn *conn, u32 access, u32 plen,
+			      struct iwp_term *t)
+{
+	const struct iwp_ddp_msg *m = &conn->rmsg;
+	struct iwarp_mr *mr = iwarp_mr_get(m->stag);
+	bool bad = true;
+
+	if (!mr || READ_ONCE(mr->invalid))
+		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_INV_STAG);
+	else if (mr->pd != conn->qp->pd)
+		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_STAG_STREAM);
+	else if (!(mr->access & access))
+		iwp_term_set(t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, IWP_RDMAP_EC_ACCESS);
+	else if (m->to + plen < m->to)
+		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_TO_WRAP);
+	else if (!iwarp_mr_range_ok(mr, m->to, plen))
+		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_BOUNDS);
+	else
+		bad = false;
+	if (mr)
+		iwarp_mr_put(mr);
+	return bad;
+}
+
 /* Tagged: Write (needs remote write) or Read Response (our ORQ head). */
 static int iwarp_rx_tagged(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, u32 plen)
 {
 	struct iwp_ddp_msg *m = &conn->rmsg;
-	struct iwarp_qp *qp = conn->qp;
-	struct iwarp_mr *mr;
+	struct iwp_term t;
+	u32 access;
 
 	if (m->opcode == IWP_OP_READ_RESP) {
 		struct iwarp_orq_ent *o = NULL;
@@ -187,29 +204,13 @@ static int iwarp_rx_tagged(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, 
 		return 0;
 	}
 
-	mr = iwarp_mr_get(m->stag);
-	if (!mr || READ_ONCE(mr->invalid)) {
-		if (mr)
-			iwarp_mr_put(mr);
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
-					  IWP_DDP_EC_T_INV_STAG);
-	}
-	conn->rx_mr = mr;
-	if (mr->pd != qp->pd)
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
-					  IWP_DDP_EC_T_STAG_STREAM);
-	if (m->opcode == IWP_OP_WRITE && !(mr->access & IWARP_MR_ACCESS_F_REMOTE_WRITE))
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
-					  IWP_RDMAP_EC_ACCESS);
-	if (m->opcode == IWP_OP_READ_RESP && !(mr->access & IWARP_MR_ACCESS_F_LOCAL_WRITE))
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
-					  IWP_RDMAP_EC_ACCESS);
-	if (m->to + plen < m->to)
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
-					  IWP_DDP_EC_T_TO_WRAP);
-	if (!iwarp_mr_range_ok(mr, m->to, plen))
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
-					  IWP_DDP_EC_T_BOUNDS);
+	/* Checked, then let go: placement checks it again for each copy. */
+	access = m->opcode == IWP_OP_WRITE ? IWARP_MR_ACCESS_F_REMOTE_WRITE :
+					     IWARP_MR_ACCESS_F_LOCAL_WRITE;
+	if (iwarp_rx_stag_bad(conn, access, plen, &t))
+		return iwarp_rx_violation(conn, ev, t.layer, t.etype, t.ecode);
+	conn->rx_stag = m->stag;
+	conn->rx_access = access;
 	conn->rx_to = m->to;
 	conn->rx_target = IWARP_RXT_MR;
 	return 0;
@@ -307,19 +308,33 @@ static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 
 	switch (conn->rx_target) {
 	case IWARP_RXT_MR:
-		err = iwarp_mr_copy(conn->rx_mr, conn->rx_to + off, (void *)ev->data,
-				    ev->data_len, true);
+		err = iwarp_mr_xfer(conn->rx_stag, conn->qp->pd, conn->rx_access,
+				    conn->rx_to + off, (void *)ev->data, ev->data_len, true);
+		/* Checked at the header: deregistered or invalidated since. */
+		if (err) {
+			struct iwp_rx_ev hev = {
+				.hdr = conn->mrx.hdr,
+				.hdr_len = conn->rmsg.hdr_len,
+				.ulpdu_len = ev->ulpdu_len,
+			};
+
+			return iwarp_rx_violation(conn, &hev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
+						  IWP_DDP_EC_T_INV_STAG);
+		}
 		break;
 	case IWARP_RXT_RQE:
 		err = iwarp_rx_rqe_place(conn, conn->rx_mo + off, ev->data, ev->data_len);
+		if (err) {
+			/* The receive buffer went away meanwhile: a local error. */
+			iwarp_rx_rqe_end(conn, IWARP_WC_LOC_PROT_ERR);
+			return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP,
+						  IWP_RDMAP_ET_CATASTROPHIC,
+						  IWP_RDMAP_EC_CATA_STREAM);
+		}
 		break;
 	default:
 		break;	/* no target: the parser still folds it into the CRC */
 	}
-	/* Checked at the header: a failure here is a bug, not the peer's. */
-	if (WARN_ON_ONCE(err))
-		return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC,
-					  IWP_RDMAP_EC_CATA_STREAM);
 	return 0;
 }
 
@@ -327,7 +342,7 @@ static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 {
 	const struct iwp_ddp_rreq *rr = &conn->rmsg.u.rreq;
-	struct iwarp_mr *mr = NULL;
+	struct iwarp_mr *mr;
 	struct iwarp_irq_ent *r;
 	unsigned long flags;
 	u8 ecode = 0xff;
@@ -344,24 +359,22 @@ static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 			ecode = IWP_RDMAP_EC_TO_WRAP;
 		else if (!iwarp_mr_range_ok(mr, rr->src_to, rr->read_size))
 			ecode = IWP_RDMAP_EC_BOUNDS;
-		if (ecode != 0xff) {
-			if (mr)
-				iwarp_mr_put(mr);
+		/* Checked, then let go: tx.c checks it again for each FPDU. */
+		if (mr)
+			iwarp_mr_put(mr);
+		if (ecode != 0xff)
 			return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
 						  ecode);
-		}
 	}
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->irq_tail - conn->irq_head >= conn->ird) {
 		spin_unlock_irqrestore(&conn->lock, flags);
-		if (mr)
-			iwarp_mr_put(mr);
 		/* RDMAP-6: more outstanding Reads than the IRD we granted */
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
 					  IWP_RDMAP_EC_CATA_STREAM);
 	}
 	r = &conn->irq[conn->irq_tail % conn->ird];
-	r->mr = mr;
+	r->src_stag = rr->src_stag;
 	r->sink_stag = rr->sink_stag;
 	r->sink_to = rr->sink_to;
 	r->src_to = rr->src_to;
@@ -372,14 +385,6 @@ static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	conn->rreq_msn++;
 	iwarp_tx_kick(conn);
 	return 0;
-}
-
-static void iwarp_rx_put_mr(struct iwarp_conn *conn)
-{
-	if (conn->rx_mr) {
-		iwarp_mr_put(conn->rx_mr);
-		conn->rx_mr = NULL;
-	}
 }
 
 /* A Read Response placed completely: the Read completes. */
@@ -429,7 +434,6 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 	bool rtr = conn->rtr_wait;
 	int err = 0;
 
-	iwarp_rx_put_mr(conn);
 	switch (m->opcode) {
 	case IWP_OP_WRITE:
 		break;
@@ -449,7 +453,7 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 			break;
 		if (m->opcode == IWP_OP_SEND_INV || m->opcode == IWP_OP_SEND_SE_INV) {
 			/* RDMAP-8: invalidate after placement, same PD only */
-			if (iwarp_mr_invalidate(m->inv_stag, conn->qp->pd)) {
+			if (iwarp_mr_invalidate(m->inv_stag, conn->qp->pd, true)) {
 				iwarp_rx_rqe_end(conn, IWARP_WC_REM_ACCESS_ERR);
 				return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP,
 							  IWP_RDMAP_ET_PROT,
@@ -512,7 +516,6 @@ static bool iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n)
 		case IWP_RX_ERROR:
 			if (ev.term.layer == IWP_LAYER_LLP && ev.term.ecode == IWP_LLP_EC_CRC)
 				conn->stats.crc_errors++;
-			iwarp_rx_put_mr(conn);
 			iwarp_rx_violation(conn, NULL, ev.term.layer, ev.term.etype,
 					   ev.term.ecode);
 			return false;
@@ -573,20 +576,8 @@ void iwarp_rx_read(struct iwarp_conn *conn)
 
 void iwarp_rx_work(struct work_struct *work)
 {
-	iwarp_rx_read(container_of(work, struct iwarp_conn, rx_work));
-}
+	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, rx_work);
 
-void iwarp_rx_release(struct iwarp_conn *conn)
-{
-	iwarp_rx_put_mr(conn);
-	if (conn->rq_active) {
-		int i;
-
-		for (i = 0; i < IWARP_RQE_MAX_SGE; i++) {
-			if (conn->rqe_mr[i])
-				iwarp_mr_put(conn->rqe_mr[i]);
-			conn->rqe_mr[i] = NULL;
-		}
-		conn->rq_active = false;
-	}
+	iwarp_rx_read(conn);
+	iwarp_conn_put(conn);		/* the work's */
 }

@@ -30,11 +30,16 @@
 /* Framing overhead of one FPDU at most: length, pad, CRC, markers. */
 #define IWARP_FPDU_SLACK	(IWP_MPA_LEN_SIZE + 3 + IWP_MPA_CRC_SIZE + 4 * 4)
 
-/* Payload source of an FPDU being framed. */
+/*
+ * Payload source of an FPDU being framed. MRs are named by STag and looked
+ * up and checked for each copy (iwarp_mr_xfer()), never held across a wait
+ * for TCP's send buffer.
+ */
 struct iwarp_tx_src {
+	const struct iwarp_pd *pd;
 	const struct iwarp_sqe *wr;	/* SGEs or inline data */
-	struct iwarp_mr **mrs;		/* per SGE */
-	struct iwarp_mr *mr;		/* or one MR at @to */
+	u32 stag;			/* or one MR (wr NULL) at @to */
+	u32 access;			/* what that MR must grant */
 	u64 to;
 	u32 off;			/* payload offset of this FPDU */
 };
@@ -59,8 +64,9 @@ static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
 
 	if (!len)
 		return 0;
-	if (src->mr)
-		return iwarp_mr_copy(src->mr, src->to + off, dst, len, false);
+	if (!wr)
+		return iwarp_mr_xfer(src->stag, src->pd, src->access, src->to + off, dst, len,
+				     false);
 	if (wr->flags & IWARP_WR_F_INLINE) {
 		memcpy(dst, wr->inline_data + off, len);
 		return 0;
@@ -74,7 +80,7 @@ static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
 			continue;
 		}
 		n = min(len, sge->length - off);
-		err = iwarp_mr_copy(src->mrs[i], sge->addr + off, dst, n, false);
+		err = iwarp_mr_xfer(sge->lkey, src->pd, 0, sge->addr + off, dst, n, false);
 		if (err)
 			return err;
 		dst += n;
@@ -219,24 +225,13 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 
 /* ------------------------------------------------------------ work requests */
 
-static void iwarp_cur_release(struct iwarp_conn *conn, struct iwarp_mr **mrs)
-{
-	int i;
-
-	for (i = 0; i < IWARP_SQE_MAX_SGE; i++) {
-		if (mrs[i])
-			iwarp_mr_put(mrs[i]);
-		mrs[i] = NULL;
-	}
-}
-
 /*
- * Checks the local SGEs of @wr and takes their MRs: each in the QP's PD,
- * valid, covering the range, writable when @write.
+ * Checks the local SGEs of @wr: each in the QP's PD, valid, covering the
+ * range, writable when @write. They are checked again for each copy.
  */
-static int iwarp_sges_get(struct iwarp_conn *conn, const struct iwarp_sqe *wr,
-			  struct iwarp_mr **mrs, bool write)
+static int iwarp_sges_check(struct iwarp_conn *conn, const struct iwarp_sqe *wr, bool write)
 {
+	u32 access = write ? IWARP_MR_ACCESS_F_LOCAL_WRITE : 0;
 	u32 i;
 
 	if (wr->flags & IWARP_WR_F_INLINE)
@@ -245,23 +240,12 @@ static int iwarp_sges_get(struct iwarp_conn *conn, const struct iwarp_sqe *wr,
 		return -EINVAL;
 	for (i = 0; i < wr->num_sge; i++) {
 		const struct iwarp_sge *sge = &wr->sge[i];
-		struct iwarp_mr *mr;
 
-		if (!sge->length)
-			continue;
-		mr = iwarp_mr_get(sge->lkey);
-		if (!mr)
-			goto bad;
-		mrs[i] = mr;
-		if (mr->pd != conn->qp->pd || READ_ONCE(mr->invalid) ||
-		    !iwarp_mr_range_ok(mr, sge->addr, sge->length) ||
-		    (write && !(mr->access & IWARP_MR_ACCESS_F_LOCAL_WRITE)))
-			goto bad;
+		if (sge->length &&
+		    iwarp_mr_check(sge->lkey, conn->qp->pd, access, sge->addr, sge->length))
+			return -EACCES;
 	}
 	return 0;
-bad:
-	iwarp_cur_release(conn, mrs);
-	return -EACCES;
 }
 
 /* The SQ slot being framed: its shadow entry. */
@@ -271,13 +255,11 @@ static struct iwarp_swqe *iwarp_cur_swqe(struct iwarp_conn *conn)
 }
 
 /* Ends the current WR: it may complete once the buffer is sent. */
-static void iwarp_cur_done(struct iwarp_conn *conn, struct iwarp_mr **mrs, u8 status,
-			   bool done)
+static void iwarp_cur_done(struct iwarp_conn *conn, u8 status, bool done)
 {
 	struct iwarp_swqe *e = iwarp_cur_swqe(conn);
 	unsigned long flags;
 
-	iwarp_cur_release(conn, mrs);
 	spin_lock_irqsave(&conn->lock, flags);
 	e->status = status;
 	e->done = done;
@@ -288,11 +270,11 @@ static void iwarp_cur_done(struct iwarp_conn *conn, struct iwarp_mr **mrs, u8 st
 }
 
 /* A local error in a WR: it completes with @status, the QP goes to error. */
-static void iwarp_cur_fail(struct iwarp_conn *conn, struct iwarp_mr **mrs, u8 status)
+static void iwarp_cur_fail(struct iwarp_conn *conn, u8 status)
 {
 	struct iwp_term t;
 
-	iwarp_cur_done(conn, mrs, status, true);
+	iwarp_cur_done(conn, status, true);
 	iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_CATA_STREAM);
 	iwarp_conn_fail(conn, &t, NULL, 0, 0, false);
 }
@@ -301,7 +283,7 @@ static void iwarp_cur_fail(struct iwarp_conn *conn, struct iwarp_mr **mrs, u8 st
  * Takes the next SQ entry: 1 if one was taken (or completed at once),
  * 0 if there is none or it must wait (ORD, fence), < 0 on a QP error.
  */
-static int iwarp_sq_take(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+static int iwarp_sq_take(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
 	struct iwarp_sqe *wr = &conn->cur;
@@ -341,23 +323,23 @@ static int iwarp_sq_take(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 
 	if ((wr->flags & ~__IWARP_WR_F_ALL) || wr->opcode >= IWARP_WR_IMM) {
 		/* RFC 7306 operations are not offered on a connection yet. */
-		iwarp_cur_fail(conn, mrs, IWARP_WC_LOC_QP_ERR);
+		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
 		return -EOPNOTSUPP;
 	}
 	if (wr->opcode == IWARP_WR_LOCAL_INV) {
-		err = iwarp_mr_invalidate(wr->inv_stag, qp->pd);
-		iwarp_cur_done(conn, mrs, err ? IWARP_WC_LOC_PROT_ERR : IWARP_WC_SUCCESS, true);
+		err = iwarp_mr_invalidate(wr->inv_stag, qp->pd, false);
+		iwarp_cur_done(conn, err ? IWARP_WC_LOC_PROT_ERR : IWARP_WC_SUCCESS, true);
 		return 1;
 	}
 	if (wr->opcode == IWARP_WR_READ &&
 	    ((wr->flags & IWARP_WR_F_INLINE) || wr->num_sge > 1)) {
-		iwarp_cur_fail(conn, mrs, IWARP_WC_LOC_QP_ERR);
+		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
 		return -EINVAL;
 	}
 	write_sink = wr->opcode == IWARP_WR_READ;
-	err = iwarp_sges_get(conn, wr, mrs, write_sink);
+	err = iwarp_sges_check(conn, wr, write_sink);
 	if (err) {
-		iwarp_cur_fail(conn, mrs, err == -EINVAL ? IWARP_WC_LOC_QP_ERR :
+		iwarp_cur_fail(conn, err == -EINVAL ? IWARP_WC_LOC_QP_ERR :
 				    IWARP_WC_LOC_PROT_ERR);
 		return err;
 	}
@@ -368,7 +350,7 @@ static int iwarp_sq_take(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 }
 
 /* Frames the Read Request of the current WR and queues it on the ORQ. */
-static int iwarp_tx_read_req(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+static int iwarp_tx_read_req(struct iwarp_conn *conn)
 {
 	const struct iwarp_sqe *wr = &conn->cur;
 	struct iwarp_orq_ent *o;
@@ -399,25 +381,25 @@ static int iwarp_tx_read_req(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 	conn->orq_tail++;
 	spin_unlock_irqrestore(&conn->lock, flags);
 	/* The MRs of the sink stay registered by the user; rx.c places by STag. */
-	iwarp_cur_done(conn, mrs, IWARP_WC_SUCCESS, false);
+	iwarp_cur_done(conn, IWARP_WC_SUCCESS, false);
 	return 0;
 }
 
 /* Frames the next FPDU of the current Send or Write. */
-static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn)
 {
 	const struct iwarp_sqe *wr = &conn->cur;
 	u32 total = iwarp_sge_total(wr);
 	bool tagged = wr->opcode == IWARP_WR_WRITE;
 	u32 room = iwp_ddp_seg_payload(conn->mulpdu, tagged);
 	u32 plen = min(total - conn->cur_off, room);
-	struct iwarp_tx_src src = { .wr = wr, .mrs = mrs, .off = conn->cur_off };
+	struct iwarp_tx_src src = { .pd = conn->qp->pd, .wr = wr, .off = conn->cur_off };
 	struct iwp_ddp_msg m;
 	u8 hdr[IWP_DDP_UNTAGGED_HDR];
 	int hlen, err;
 
 	if (wr->opcode == IWARP_WR_READ)
-		return iwarp_tx_read_req(conn, mrs);
+		return iwarp_tx_read_req(conn);
 	if (tagged) {
 		iwarp_ddp_msg_init(&m, true, IWP_OP_WRITE);
 		m.stag = wr->rkey;
@@ -436,16 +418,17 @@ static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 	}
 	m.last = conn->cur_off + plen == total;
 	hlen = iwp_ddp_hdr_build(&m, hdr, sizeof(hdr));
-	if (hlen < 0)
-		return hlen;
-	err = iwarp_tx_frame(conn, hdr, hlen, &src, plen);
-	if (err)
+	err = hlen < 0 ? hlen : iwarp_tx_frame(conn, hdr, hlen, &src, plen);
+	if (err) {
+		/* An SGE's MR went away meanwhile: a local protection error. */
+		iwarp_cur_fail(conn, IWARP_WC_LOC_PROT_ERR);
 		return err;
+	}
 	conn->cur_off += plen;
 	if (m.last) {
 		if (!tagged)
 			conn->msn_send++;
-		iwarp_cur_done(conn, mrs, IWARP_WC_SUCCESS, true);
+		iwarp_cur_done(conn, IWARP_WC_SUCCESS, true);
 	}
 	return 0;
 }
@@ -472,26 +455,27 @@ static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
 	m.stag = r->sink_stag;
 	m.to = r->sink_to + r->sent;
 	m.last = r->sent + plen == r->len;
-	hlen = iwp_ddp_hdr_build(&m, hdr, sizeof(hdr));
-	if (hlen < 0)
-		return hlen;
-	src.mr = r->mr;
+	src.pd = conn->qp->pd;
+	src.stag = r->src_stag;
+	src.access = IWARP_MR_ACCESS_F_REMOTE_READ;
 	src.to = r->src_to;
 	src.off = r->sent;
-	err = iwarp_tx_frame(conn, hdr, hlen, &src, plen);
-	if (err)
+	hlen = iwp_ddp_hdr_build(&m, hdr, sizeof(hdr));
+	err = hlen < 0 ? hlen : iwarp_tx_frame(conn, hdr, hlen, &src, plen);
+	if (err) {
+		struct iwp_term t;
+
+		/* The source was deregistered or invalidated since the Request. */
+		iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, IWP_RDMAP_EC_INV_STAG);
+		iwarp_conn_fail(conn, &t, NULL, 0, 0, false);
 		return err;
+	}
 	*framed = true;
 	r->sent += plen;
 	if (m.last) {
-		struct iwarp_mr *mr = r->mr;
-
 		spin_lock_irqsave(&conn->lock, flags);
-		r->mr = NULL;
 		conn->irq_head++;
 		spin_unlock_irqrestore(&conn->lock, flags);
-		if (mr)
-			iwarp_mr_put(mr);
 	}
 	return 0;
 }
@@ -667,7 +651,7 @@ static bool iwarp_tx_idle(struct iwarp_conn *conn)
 }
 
 /* Fills the buffer; true if something was framed. */
-static int iwarp_tx_fill(struct iwarp_conn *conn, struct iwarp_mr **mrs)
+static int iwarp_tx_fill(struct iwarp_conn *conn)
 {
 	bool framed, any = false;
 	int err, n;
@@ -688,7 +672,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 		if (conn->rtr_wait)
 			break;	/* responder in P2P: nothing before the RTR */
 		if (!conn->cur_active) {
-			n = iwarp_sq_take(conn, mrs);
+			n = iwarp_sq_take(conn);
 			if (n < 0)
 				return n;
 			if (!n) {
@@ -701,7 +685,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 				continue;
 			}
 		}
-		err = iwarp_tx_cur_fpdu(conn, mrs);
+		err = iwarp_tx_cur_fpdu(conn);
 		if (err)
 			return err;
 		any = true;
@@ -711,7 +695,6 @@ static int iwarp_tx_fill(struct iwarp_conn *conn, struct iwarp_mr **mrs)
 
 static void iwarp_tx_run(struct iwarp_conn *conn)
 {
-	struct iwarp_mr **mrs = conn->cur_mrs;
 	int err;
 
 	for (;;) {
@@ -750,7 +733,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			iwarp_conn_flush(conn, false);
 			return;
 		}
-		err = iwarp_tx_fill(conn, mrs);
+		err = iwarp_tx_fill(conn);
 		if (err < 0)
 			continue;	/* a local error moved the QP to error */
 		if (!err && conn->tx_len == conn->tx_sent && !iwarp_tx_idle(conn))
@@ -758,31 +741,42 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 	}
 }
 
+/*
+ * With tx_lock held: runs the engine, or once the connection is closed and
+ * its engines stopped, flushes what was posted since (the QP is in error).
+ * A connection being closed but not yet stopped is left to the close, which
+ * flushes with the receive engine excluded.
+ */
+static void iwarp_tx_locked(struct iwarp_conn *conn)
+{
+	if (conn->stopped)
+		iwarp_conn_flush(conn, true);
+	else if (conn->fpdu_mode && !READ_ONCE(conn->closing))
+		iwarp_tx_run(conn);
+}
+
 void iwarp_tx_work(struct work_struct *work)
 {
 	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, tx_work);
 
 	mutex_lock(&conn->tx_lock);
-	if (conn->fpdu_mode && !READ_ONCE(conn->closing))
-		iwarp_tx_run(conn);
+	iwarp_tx_locked(conn);
 	mutex_unlock(&conn->tx_lock);
+	iwarp_conn_put(conn);		/* the work's */
 }
 
 void iwarp_tx_kick(struct iwarp_conn *conn)
 {
-	queue_work(iwarp_wq, &conn->tx_work);
+	iwarp_conn_queue(conn, iwarp_wq, &conn->tx_work);
 }
 
 void iwarp_tx_doorbell(struct iwarp_conn *conn)
 {
 	if (!mutex_trylock(&conn->tx_lock)) {
-		queue_work(iwarp_wq, &conn->tx_work);
+		iwarp_tx_kick(conn);
 		return;
 	}
-	if (READ_ONCE(conn->closing))
-		iwarp_conn_flush(conn, true);	/* the engines are stopped */
-	else if (conn->fpdu_mode)
-		iwarp_tx_run(conn);
+	iwarp_tx_locked(conn);
 	mutex_unlock(&conn->tx_lock);
 }
 
@@ -899,10 +893,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	unsigned long flags;
 	u32 head, i;
 
-	if (conn->cur_active) {
-		iwarp_cur_release(conn, conn->cur_mrs);
-		conn->cur_active = false;
-	}
+	conn->cur_active = false;
 	/* Entries the application posted; pairs with its release store of head. */
 	head = smp_load_acquire(&qp->sq.ctrl->head);
 	if (head - conn->sq_cqi > qp->sq.entries)
@@ -940,15 +931,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	conn->sq_sent = head;
 	iwarp_sq_complete(conn);
 	conn->orq_head = conn->orq_tail;
-	while (conn->irq_head != conn->irq_tail) {
-		struct iwarp_irq_ent *r = &conn->irq[conn->irq_head++ % conn->ird];
-
-		if (r->mr) {
-			/* mr_put() only completes; safe under the spinlock */
-			iwarp_mr_put(r->mr);
-			r->mr = NULL;
-		}
-	}
+	conn->irq_head = conn->irq_tail;
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	if (stopped) {

@@ -7,6 +7,7 @@ package userlib
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync/atomic"
@@ -50,7 +51,11 @@ type MPAParams struct {
 // a nil *ConnParams is the zero value.
 type ConnParams struct {
 	// PrivateData goes in the MPA Request (Dial) or Reply (Accept); at
-	// most MaxPrivateData octets.
+	// most MaxPrivateData octets, and 508 in an MPA revision 2 frame,
+	// whose IRD/ORD take 4 of the 512 (RFC 6581). More fails with
+	// syscall.EMSGSIZE: at once for Accept, Reject and a Dial that sets
+	// MPA.Rev; otherwise as the Dial's error once the link's revision is
+	// known. A refused Accept or Reject leaves the request pending.
 	PrivateData []byte
 	// Timeout bounds TCP setup plus the MPA Reply (Dial only); 0 is the
 	// kernel's default (10 s). It is sent in whole milliseconds.
@@ -325,10 +330,19 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, p *ConnParams) error {
 	})
 	c.mu.Unlock()
 	if err != nil {
+		r.unanswer(err)
 		return err
 	}
 	_, err = qp.awaitConnection(ctx, op)
 	return err
+}
+
+// unanswer makes the request answerable again after a refusal that leaves
+// it pending in the kernel (private data too long for the Reply).
+func (r *ConnRequest) unanswer(err error) {
+	if errors.Is(err, syscall.EMSGSIZE) {
+		r.answered.Store(false)
+	}
 }
 
 // Reject rejects the request with an MPA Reply carrying privateData (at
@@ -350,6 +364,7 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 			ae.Bytes(netlinkproto.AttrCMPData, privateData)
 		}
 	})
+	r.unanswer(err)
 	return err
 }
 
