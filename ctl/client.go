@@ -87,26 +87,34 @@ func (c *Client) Links() ([]Link, error) { return c.c.Links() }
 
 // MRs returns every memory region of the verbs contexts opened in the
 // client's network namespace, ordered by context and STag index. Reading
-// needs no privilege.
+// needs no privilege, but without CAP_NET_ADMIN in the user namespace
+// owning the network namespace it returns only the regions of contexts
+// opened with the caller's effective uid, without STag and Addr.
 func (c *Client) MRs() ([]MR, error) { return c.c.MRs() }
 
 // CQs returns every completion queue of the verbs contexts opened in the
-// client's network namespace, ordered by context and id.
+// client's network namespace, ordered by context and id (without
+// CAP_NET_ADMIN, of the contexts opened with the caller's effective uid).
 func (c *Client) CQs() ([]CQ, error) { return c.c.CQs() }
 
 // QPs returns every queue pair of the verbs contexts opened in the
-// client's network namespace, ordered by context and id.
+// client's network namespace, ordered by context and id (without
+// CAP_NET_ADMIN, of the contexts opened with the caller's effective uid).
 func (c *Client) QPs() ([]QP, error) { return c.c.QPs() }
 
 // CMs returns every listener and connection of the verbs contexts opened
 // in the client's network namespace, ordered by id, with the negotiated MPA
-// parameters and each connection's counters.
+// parameters and each connection's counters. Without CAP_NET_ADMIN only
+// those of contexts opened with the caller's effective uid.
 func (c *Client) CMs() ([]CM, error) { return c.c.CMs() }
 
 // Monitor calls fn for every event multicast by the module in the client's
 // namespace until ctx is done (it then returns ctx.Err()) or fn returns an
 // error (which it returns): link events (EventLinkNew, EventLinkDel) and
-// connection-manager events (EventCM).
+// connection-manager events (EventCM) of every context. Joining the events
+// group needs CAP_NET_ADMIN in the user namespace owning the network
+// namespace; without it Monitor fails with an error matching
+// syscall.EPERM.
 func (c *Client) Monitor(ctx context.Context, fn func(Event) error) error {
 	return c.c.Monitor(ctx, fn)
 }

@@ -6,6 +6,7 @@ package ctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -176,6 +177,9 @@ func (c *linuxClient) Monitor(ctx context.Context, fn func(Event) error) error {
 	}
 	defer conn.Close()
 	if err := conn.JoinGroup(id); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("monitor: joining the %q group needs CAP_NET_ADMIN: %w", netlinkproto.GroupEvents, err)
+		}
 		return fmt.Errorf("monitor: join group: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })

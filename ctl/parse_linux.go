@@ -134,14 +134,18 @@ func parseOwned(b []byte, o *Owner, key uint16, fn func(ad *netlink.AttributeDec
 
 func parseMR(b []byte) (MR, error) {
 	var mr MR
-	err := parseOwned(b, &mr.Owner, netlinkproto.AttrMRSTag, func(ad *netlink.AttributeDecoder) {
+	// The STag and the address are absent for callers without
+	// CAP_NET_ADMIN; every MR has a length.
+	err := parseOwned(b, &mr.Owner, netlinkproto.AttrMRLength, func(ad *netlink.AttributeDecoder) {
 		switch ad.Type() {
 		case netlinkproto.AttrMRSTag:
-			mr.STag = ad.Uint32()
+			v := ad.Uint32()
+			mr.STag = &v
 		case netlinkproto.AttrPDID:
 			mr.PD = ad.Uint32()
 		case netlinkproto.AttrMRAddr:
-			mr.Addr = ad.Uint64()
+			v := ad.Uint64()
+			mr.Addr = &v
 		case netlinkproto.AttrMRLength:
 			mr.Length = ad.Uint64()
 		case netlinkproto.AttrMRAccess:

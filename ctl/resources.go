@@ -12,19 +12,25 @@ import (
 
 // Owner identifies the verbs context a resource belongs to: the process
 // that opened it (its PID in the caller's PID namespace, 0 if it is not
-// visible there, and its command name then) and the context's id.
+// visible there, and its command name then) and the context's id. In
+// events the PID is the one in the opener's own PID namespace.
+//
+// Without CAP_NET_ADMIN a caller sees only the contexts opened with its
+// effective uid (docs/SECURITY.md).
 type Owner struct {
 	PID  uint32 `json:"pid"`
 	Comm string `json:"comm"`
 	Ctx  uint32 `json:"ctx"`
 }
 
-// MR is a registered memory region. JSON keys are stable.
+// MR is a registered memory region. JSON keys are stable. STag and Addr
+// are nil (JSON null) when the kernel did not report them: it reports them
+// only to callers with CAP_NET_ADMIN, even for their own regions.
 type MR struct {
 	Owner
-	STag   uint32   `json:"stag"`
+	STag   *uint32  `json:"stag"`
 	PD     uint32   `json:"pd"`
-	Addr   uint64   `json:"addr"`
+	Addr   *uint64  `json:"addr"`
 	Length uint64   `json:"length"`
 	Access MRAccess `json:"access"`
 }

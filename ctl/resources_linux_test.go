@@ -50,23 +50,34 @@ func dumpServer(t *testing.T, cmd uint8, msgs ...[]byte) *linuxClient {
 }
 
 func TestMRsDump(t *testing.T) {
-	want := MR{Owner: Owner{PID: 42, Comm: "app", Ctx: 3}, STag: 0x1234, PD: 1, Addr: 0x7f0000001000,
-		Length: 8192, Access: AccessLocalWrite | AccessRemoteRead}
+	stag, addr := uint32(0x1234), uint64(0x7f0000001000)
+	want := []MR{
+		{Owner: Owner{PID: 42, Comm: "app", Ctx: 3}, STag: &stag, PD: 1, Addr: &addr,
+			Length: 8192, Access: AccessLocalWrite | AccessRemoteRead},
+		// Without CAP_NET_ADMIN the kernel sends no STag and no address.
+		{Owner: Owner{PID: 43, Comm: "user", Ctx: 4}, PD: 2, Length: 4096, Access: AccessRemoteWrite},
+	}
 	c := dumpServer(t, netlinkproto.CmdMRGet, encodeAttrs(t, func(ae *netlink.AttributeEncoder) {
-		ownerAttrs(ae, want.Owner)
-		ae.Uint32(netlinkproto.AttrMRSTag, want.STag)
-		ae.Uint32(netlinkproto.AttrPDID, want.PD)
-		ae.Uint64(netlinkproto.AttrMRAddr, want.Addr)
-		ae.Uint64(netlinkproto.AttrMRLength, want.Length)
-		ae.Uint32(netlinkproto.AttrMRAccess, uint32(want.Access))
+		ownerAttrs(ae, want[0].Owner)
+		ae.Uint32(netlinkproto.AttrMRSTag, stag)
+		ae.Uint32(netlinkproto.AttrPDID, want[0].PD)
+		ae.Uint64(netlinkproto.AttrMRAddr, addr)
+		ae.Uint64(netlinkproto.AttrMRLength, want[0].Length)
+		ae.Uint32(netlinkproto.AttrMRAccess, uint32(want[0].Access))
+	}), encodeAttrs(t, func(ae *netlink.AttributeEncoder) {
+		ownerAttrs(ae, want[1].Owner)
+		ae.Uint32(netlinkproto.AttrPDID, want[1].PD)
+		ae.Uint64(netlinkproto.AttrMRLength, want[1].Length)
+		ae.Uint32(netlinkproto.AttrMRAccess, uint32(want[1].Access))
 	}))
 	got, err := c.MRs()
-	if err != nil || len(got) != 1 || got[0] != want {
+	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("MRs: %+v, %v; want %+v", got, err, want)
 	}
-	b, _ := json.Marshal(got[0])
-	if s := `{"pid":42,"comm":"app","ctx":3,"stag":4660,"pd":1,"addr":139637976731648,"length":8192,` +
-		`"access":["local-write","remote-read"]}`; string(b) != s {
+	b, _ := json.Marshal(got)
+	if s := `[{"pid":42,"comm":"app","ctx":3,"stag":4660,"pd":1,"addr":139637976731648,"length":8192,` +
+		`"access":["local-write","remote-read"]},{"pid":43,"comm":"user","ctx":4,"stag":null,"pd":2,` +
+		`"addr":null,"length":4096,"access":["remote-write"]}]`; string(b) != s {
 		t.Fatalf("JSON %s\nwant %s", b, s)
 	}
 }
@@ -133,7 +144,7 @@ func TestQPsDump(t *testing.T) {
 func TestResourceParseErrors(t *testing.T) {
 	owner := encodeAttrs(t, func(ae *netlink.AttributeEncoder) { ownerAttrs(ae, Owner{PID: 1}) })
 	if _, err := parseMR(owner); err == nil {
-		t.Error("MR without STag accepted")
+		t.Error("MR without length accepted")
 	}
 	if _, err := parseCQ(owner); err == nil {
 		t.Error("CQ without id accepted")

@@ -5,6 +5,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -329,6 +330,8 @@ struct iwarp_ctx *iwarp_ctx_alloc(void)
 	init_waitqueue_head(&ctx->wait);
 	ctx->net = get_net(current->nsproxy->net_ns);
 	ctx->owner = get_task_pid(current, PIDTYPE_TGID);
+	/* open() runs in the opener's task: these are the file's f_cred. */
+	ctx->uid = current_euid();
 	get_task_comm(ctx->comm, current);
 	atomic_inc(&iwarp_verbs_live.ctxs);
 	if (xa_alloc_cyclic(&iwarp_ctxs, &ctx->id, ctx, xa_limit_32b, &iwarp_ctx_next_id,

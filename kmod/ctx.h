@@ -20,6 +20,7 @@
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
@@ -39,6 +40,7 @@ struct iwarp_ctx {
 	u32 id;				/* in iwarp_ctxs until closed */
 	struct net *net;		/* held: the opener's network namespace */
 	struct pid *owner;		/* held: the opener's thread group */
+	kuid_t uid;			/* the opener's effective uid, at open */
 	char comm[TASK_COMM_LEN];	/* the opener's, at open */
 	struct mutex lock;		/* resources below, dead */
 	bool dead;			/* release() ran: no new resources */

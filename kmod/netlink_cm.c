@@ -8,7 +8,6 @@
 
 #include <linux/in.h>
 #include <linux/in6.h>
-#include <linux/pid.h>
 #include <net/genetlink.h>
 #include <net/sock.h>
 
@@ -18,6 +17,7 @@
 #include "ctx.h"
 #include "link.h"
 #include "nl_gen.h"
+#include "nl_view.h"
 #include "qp.h"
 
 #define IWARP_CM_BACKLOG_DEFAULT	128
@@ -259,8 +259,9 @@ static u8 iwarp_rtr_attr(u8 rtr)
 	}
 }
 
-static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 portid,
-			    u32 seq, int flags, u32 reason)
+/* @pid: the owner's, in the pid namespace the message is meant for. */
+static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 pid,
+			    u32 portid, u32 seq, int flags, u32 reason)
 {
 	struct iwarp_ctx *ctx = conn->ctx;
 	struct iwarp_qp *qp = READ_ONCE(conn->qp);
@@ -272,7 +273,7 @@ static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 po
 	if (!hdr)
 		return -EMSGSIZE;
 	full = nla_put_u32(skb, IWARP_A_CTX_ID, ctx->id) ||
-	       nla_put_u32(skb, IWARP_A_OWNER_PID, pid_vnr(ctx->owner)) ||
+	       nla_put_u32(skb, IWARP_A_OWNER_PID, pid) ||
 	       nla_put_string(skb, IWARP_A_OWNER_COMM, ctx->comm) ||
 	       nla_put_u32(skb, IWARP_A_CM_ID, conn->id) ||
 	       nla_put_u8(skb, IWARP_A_CM_KIND, conn->kind) ||
@@ -301,17 +302,26 @@ static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 po
 	return 0;
 }
 
-/* cb->args[0]: the next CM id to dump. */
+/*
+ * The listeners and connections the caller may see (nl_view.h): addresses
+ * and ports are shown to whoever sees the object. cb->args[0]: the next CM
+ * id to dump.
+ */
 int iwarp_nl_cm_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct net *net = sock_net(cb->skb->sk);
 	unsigned long id = cb->args[0];
+	struct iwarp_nl_viewer v;
 	struct iwarp_conn *conn;
 	int err = 0;
 
+	iwarp_nl_viewer(cb, &v);
 	while ((conn = iwarp_cm_find_next(&id))) {
-		if (net_eq(conn->ctx->net, net))
-			err = iwarp_nl_fill_cm(skb, conn, NETLINK_CB(cb->skb).portid,
+		struct iwarp_ctx *ctx = conn->ctx;
+
+		if (net_eq(ctx->net, net) && iwarp_nl_sees(&v, ctx->uid))
+			err = iwarp_nl_fill_cm(skb, conn, iwarp_nl_dump_pid(ctx),
+					       NETLINK_CB(cb->skb).portid,
 					       cb->nlh->nlmsg_seq, NLM_F_MULTI, 0);
 		iwarp_conn_put(conn);
 		if (err)
@@ -323,6 +333,12 @@ int iwarp_nl_cm_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 	return err ?: skb->len;
 }
 
+/*
+ * Built in any context (softirq, a worker, the requester), so the owner's
+ * pid is the one in its own pid namespace, never current's view. Only
+ * listeners with CAP_NET_ADMIN over the namespace receive it: the group
+ * is GENL_MCAST_CAP_NET_ADMIN.
+ */
 void iwarp_nl_notify_cm(struct iwarp_conn *conn, u32 reason)
 {
 	struct sk_buff *skb;
@@ -330,7 +346,7 @@ void iwarp_nl_notify_cm(struct iwarp_conn *conn, u32 reason)
 	skb = genlmsg_new(NLMSG_GOODSIZE, GFP_ATOMIC);
 	if (!skb)
 		return;
-	if (iwarp_nl_fill_cm(skb, conn, 0, 0, 0, reason)) {
+	if (iwarp_nl_fill_cm(skb, conn, iwarp_nl_notify_pid(conn->ctx), 0, 0, 0, reason)) {
 		nlmsg_free(skb);
 		return;
 	}

@@ -9,7 +9,12 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cred.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/net.h>
 #include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <net/genetlink.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
@@ -20,6 +25,7 @@
 #include "ctx.h"
 #include "mr.h"
 #include "nl_gen.h"
+#include "nl_view.h"
 #include "pd.h"
 #include "qp.h"
 #include "ring.h"
@@ -330,6 +336,56 @@ enum iwarp_nl_res {
 	IWARP_NL_RES_QP,
 };
 
+#define IWARP_NL_VIEW_SET	BIT(0)
+#define IWARP_NL_VIEW_ADMIN	BIT(1)
+#define IWARP_NL_VIEW_UID	BIT(2)
+
+/*
+ * The first part of a dump runs in the requester's sendmsg(); the others in
+ * recvmsg() of whichever task reads the socket, so the decision taken in
+ * the first part holds for the whole dump. CAP_NET_ADMIN is
+ * netlink_net_capable(): both the task that opened the socket (its file's
+ * credentials) and the requester must have it. Ownership asks the same of
+ * both: the socket's file and the requester must have the same effective
+ * uid, so a socket passed to another user, or kept after dropping
+ * privileges, shows no more than either of them may see.
+ */
+void iwarp_nl_viewer(struct netlink_callback *cb, struct iwarp_nl_viewer *v)
+{
+	unsigned long view = cb->args[4];
+
+	if (!(view & IWARP_NL_VIEW_SET)) {
+		struct socket *sock = NETLINK_CB(cb->skb).sk->sk_socket;
+		kuid_t euid = current_euid();
+
+		view = IWARP_NL_VIEW_SET;
+		if (netlink_net_capable(cb->skb, CAP_NET_ADMIN))
+			view |= IWARP_NL_VIEW_ADMIN;
+		if (sock && sock->file && uid_eq(sock->file->f_cred->euid, euid)) {
+			view |= IWARP_NL_VIEW_UID;
+			cb->args[5] = __kuid_val(euid);
+		}
+		cb->args[4] = view;
+	}
+	v->admin = view & IWARP_NL_VIEW_ADMIN;
+	v->has_uid = view & IWARP_NL_VIEW_UID;
+	v->uid = KUIDT_INIT((uid_t)cb->args[5]);
+}
+
+u32 iwarp_nl_dump_pid(const struct iwarp_ctx *ctx)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+
+	return ns ? pid_nr_ns(ctx->owner, ns) : 0;
+}
+
+u32 iwarp_nl_notify_pid(const struct iwarp_ctx *ctx)
+{
+	struct pid_namespace *ns = ns_of_pid(ctx->owner);
+
+	return ns ? pid_nr_ns(ctx->owner, ns) : 0;
+}
+
 /* Starts a dump message with the owner's attributes. */
 static void *iwarp_nl_res_start(struct sk_buff *skb, struct netlink_callback *cb,
 				const struct iwarp_ctx *ctx, u8 cmd)
@@ -341,7 +397,7 @@ static void *iwarp_nl_res_start(struct sk_buff *skb, struct netlink_callback *cb
 	if (!hdr)
 		return NULL;
 	if (nla_put_u32(skb, IWARP_A_CTX_ID, ctx->id) ||
-	    nla_put_u32(skb, IWARP_A_OWNER_PID, pid_vnr(ctx->owner)) ||
+	    nla_put_u32(skb, IWARP_A_OWNER_PID, iwarp_nl_dump_pid(ctx)) ||
 	    nla_put_string(skb, IWARP_A_OWNER_COMM, ctx->comm)) {
 		genlmsg_cancel(skb, hdr);
 		return NULL;
@@ -360,17 +416,19 @@ static int iwarp_nl_res_end(struct sk_buff *skb, void *hdr, bool full)
 	return 0;
 }
 
+/* The STag and the address only for CAP_NET_ADMIN, even to the owner. */
 static int iwarp_nl_fill_mr_dump(struct sk_buff *skb, struct netlink_callback *cb,
-				 const struct iwarp_ctx *ctx, const struct iwarp_mr *mr)
+				 const struct iwarp_ctx *ctx, const struct iwarp_mr *mr,
+				 bool keys)
 {
 	void *hdr = iwarp_nl_res_start(skb, cb, ctx, IWARP_CMD_MR_GET);
 	bool full;
 
 	if (!hdr)
 		return -EMSGSIZE;
-	full = nla_put_u32(skb, IWARP_A_MR_STAG, mr->stag) ||
+	full = (keys && nla_put_u32(skb, IWARP_A_MR_STAG, mr->stag)) ||
 	       nla_put_u32(skb, IWARP_A_PD_ID, mr->pd->id) ||
-	       nla_put_u64_64bit(skb, IWARP_A_MR_ADDR, mr->addr, IWARP_A_UNSPEC) ||
+	       (keys && nla_put_u64_64bit(skb, IWARP_A_MR_ADDR, mr->addr, IWARP_A_UNSPEC)) ||
 	       nla_put_u64_64bit(skb, IWARP_A_MR_LENGTH, mr->length, IWARP_A_UNSPEC) ||
 	       nla_put_u32(skb, IWARP_A_MR_ACCESS, mr->access);
 	return iwarp_nl_res_end(skb, hdr, full);
@@ -421,7 +479,8 @@ static int iwarp_nl_fill_qp_dump(struct sk_buff *skb, struct netlink_callback *c
  * of one kind from index cb->args[1] on, advancing it past each one sent.
  */
 static int iwarp_nl_res_fill_ctx(struct sk_buff *skb, struct netlink_callback *cb,
-				 struct iwarp_ctx *ctx, enum iwarp_nl_res res)
+				 struct iwarp_ctx *ctx, enum iwarp_nl_res res,
+				 const struct iwarp_nl_viewer *v)
 {
 	unsigned long index;
 	struct iwarp_mr *mr;
@@ -433,7 +492,7 @@ static int iwarp_nl_res_fill_ctx(struct sk_buff *skb, struct netlink_callback *c
 	switch (res) {
 	case IWARP_NL_RES_MR:
 		xa_for_each_start(&ctx->mrs, index, mr, cb->args[1]) {
-			err = iwarp_nl_fill_mr_dump(skb, cb, ctx, mr);
+			err = iwarp_nl_fill_mr_dump(skb, cb, ctx, mr, v->admin);
 			if (err)
 				break;
 			cb->args[1] = index + 1;
@@ -461,27 +520,30 @@ static int iwarp_nl_res_fill_ctx(struct sk_buff *skb, struct netlink_callback *c
 
 /*
  * Every object of one kind of the contexts opened in the caller's network
- * namespace. cb->args[0]: id of the context being dumped; cb->args[1]: the
- * next object index in it. A context closed between two parts of a dump
- * is skipped; objects created meanwhile may or may not be reported.
+ * namespace that the caller may see (nl_view.h). cb->args[0]: id of the
+ * context being dumped; cb->args[1]: the next object index in it. A
+ * context closed between two parts of a dump is skipped; objects created
+ * meanwhile may or may not be reported.
  */
 static int iwarp_nl_res_dump(struct sk_buff *skb, struct netlink_callback *cb,
 			     enum iwarp_nl_res res)
 {
 	struct net *net = sock_net(cb->skb->sk);
 	unsigned long id = cb->args[0];
+	struct iwarp_nl_viewer v;
 	struct iwarp_ctx *ctx;
 	int err = 0;
 
+	iwarp_nl_viewer(cb, &v);
 	while ((ctx = iwarp_ctx_find_next(&id))) {
 		if (id != cb->args[0]) {
 			cb->args[0] = id;
 			cb->args[1] = 0;
 		}
-		if (net_eq(ctx->net, net)) {
+		if (net_eq(ctx->net, net) && iwarp_nl_sees(&v, ctx->uid)) {
 			mutex_lock(&ctx->lock);
 			if (!ctx->dead)
-				err = iwarp_nl_res_fill_ctx(skb, cb, ctx, res);
+				err = iwarp_nl_res_fill_ctx(skb, cb, ctx, res, &v);
 			mutex_unlock(&ctx->lock);
 		}
 		iwarp_ctx_put(ctx);

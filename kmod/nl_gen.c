@@ -912,7 +912,7 @@ static const struct genl_ops iwarp_nl_ops[] = {
 };
 
 static const struct genl_multicast_group iwarp_nl_mcgrps[] = {
-	[IWARP_NL_MCGRP_EVENTS] = { .name = IWARP_MCGRP_EVENTS },
+	[IWARP_NL_MCGRP_EVENTS] = { .name = IWARP_MCGRP_EVENTS, .flags = GENL_MCAST_CAP_NET_ADMIN },
 };
 
 struct genl_family iwarp_nl_family __ro_after_init = {

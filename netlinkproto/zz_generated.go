@@ -12,7 +12,7 @@ const (
 
 // Multicast groups.
 const (
-	// GroupEvents: Link creation, deletion and state changes (IWARP_CMD_LINK_NEW and IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON), and connection-manager events (IWARP_CMD_CM_GET notifications).
+	// GroupEvents: Link creation, deletion and state changes (IWARP_CMD_LINK_NEW and IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON), and connection-manager events of every context in the namespace (IWARP_CMD_CM_GET notifications). Joining needs CAP_NET_ADMIN in the user namespace that owns the network namespace (GENL_MCAST_CAP_NET_ADMIN).
 	GroupEvents = "events"
 )
 

@@ -13,7 +13,11 @@
  * manages the verbs resources of /dev/iwarp contexts and lists them.
  *
  * Commands that change state need CAP_NET_ADMIN in the user namespace that owns
- * the network namespace (GENL_UNS_ADMIN_PERM); reading needs no privilege.
+ * the network namespace (GENL_UNS_ADMIN_PERM); reading links needs no
+ * privilege. The verbs dumps (MR_GET, CQ_GET, QP_GET, CM_GET) show a caller
+ * with that capability every context of the namespace, and any other caller
+ * only the contexts opened with its effective uid, without STags and MR
+ * addresses. Joining the events group needs the capability too.
  *
  * Every rejection carries an extended ack message naming the attribute at
  * fault ("IWARP_A_LINK_NAME: ..."), and the attribute offset where one exists.
@@ -28,7 +32,9 @@
 /*
  * Link creation, deletion and state changes (IWARP_CMD_LINK_NEW and
  *   IWARP_CMD_LINK_DEL notifications carrying IWARP_A_EVENT_REASON), and
- *   connection-manager events (IWARP_CMD_CM_GET notifications).
+ *   connection-manager events of every context in the namespace
+ *   (IWARP_CMD_CM_GET notifications). Joining needs CAP_NET_ADMIN in the user
+ *   namespace that owns the network namespace (GENL_MCAST_CAP_NET_ADMIN).
  */
 #define IWARP_MCGRP_EVENTS	"events"
 
@@ -260,12 +266,13 @@ enum iwarp_qp_state {
  *   die with it.
  * @IWARP_A_PD_ID: u32. Protection domain, unique within its context.
  * @IWARP_A_MR_ADDR: u64. Start address of a memory region in the caller's
- *   address space; its tagged offsets are virtual addresses.
+ *   address space; its tagged offsets are virtual addresses. MR_GET dumps
+ *   carry it only to callers with CAP_NET_ADMIN.
  * @IWARP_A_MR_LENGTH: u64. Length of a memory region in octets, at least 1.
  * @IWARP_A_MR_ACCESS: u32 (enum iwarp_mr_access_flags). Access rights
  *   (IWARP_MR_ACCESS_F_*).
  * @IWARP_A_MR_STAG: u32. STag of a memory region (index << 8 | key), its local
- *   and remote key.
+ *   and remote key. MR_GET dumps carry it only to callers with CAP_NET_ADMIN.
  * @IWARP_A_CQ_ID: u32. Completion queue, unique within its context.
  * @IWARP_A_CQ_ENTRIES: u32. Requested CQ size; the reply carries the size
  *   granted (a power of two, at least the request).
@@ -295,8 +302,10 @@ enum iwarp_qp_state {
  *   16383 (the RFC 6581 14-bit field; default 16).
  * @IWARP_A_CTX_ID: u32. Identifier of a verbs context, unique while the module
  *   is loaded. Read only.
- * @IWARP_A_OWNER_PID: u32. Process (thread group) that opened the context, in
- *   the caller's PID namespace; 0 if it is not visible there. Read only.
+ * @IWARP_A_OWNER_PID: u32. Process (thread group) that opened the context. In
+ *   dumps its pid in the caller's PID namespace, 0 if it is not visible there;
+ *   in notifications its pid in its own PID namespace (what getpid() returned
+ *   to it). Read only.
  * @IWARP_A_OWNER_COMM: string, at most 15 bytes. Command name of that process
  *   when it opened the context. Read only.
  * @IWARP_A_CQ_HEAD: u32. A CQ's producer index (the kernel's). Read only.
@@ -607,7 +616,9 @@ enum iwarp_attr {
  * IWARP_CMD_MR_GET
  *   Dump every memory region of the verbs contexts opened in the caller's
  *   network namespace, one message per MR, ordered by context and STag
- *   index.
+ *   index. Without CAP_NET_ADMIN in the user namespace owning the network
+ *   namespace, only the contexts opened with the caller's effective uid,
+ *   without IWARP_A_MR_STAG and IWARP_A_MR_ADDR.
  *   Permission: none (any user).
  *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
  * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM,
@@ -618,7 +629,8 @@ enum iwarp_attr {
  * IWARP_CMD_CQ_GET
  *   Dump every completion queue of the verbs contexts opened in the
  *   caller's network namespace, one message per CQ, ordered by context and
- *   CQ id.
+ *   CQ id. Without CAP_NET_ADMIN, only the contexts opened with the
+ *   caller's effective uid.
  *   Permission: none (any user).
  *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
  * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM, IWARP_A_CQ_ID,
@@ -628,6 +640,8 @@ enum iwarp_attr {
  * IWARP_CMD_QP_GET
  *   Dump every queue pair of the verbs contexts opened in the caller's
  *   network namespace, one message per QP, ordered by context and QP id.
+ *   Without CAP_NET_ADMIN, only the contexts opened with the caller's
+ *   effective uid.
  *   Permission: none (any user).
  *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
  * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM, IWARP_A_QP_ID,
@@ -741,6 +755,8 @@ enum iwarp_attr {
  *   Dump the listeners and connections of the verbs contexts opened in the
  *   caller's network namespace, one message each, ordered by IWARP_A_CM_ID,
  *   with the negotiated MPA parameters and the connection's counters.
+ *   Without CAP_NET_ADMIN, only the contexts opened with the caller's
+ *   effective uid.
  *   Permission: none (any user).
  *   Dump only: needs NLM_F_DUMP (else EOPNOTSUPP).
  * Reply: IWARP_A_CTX_ID, IWARP_A_OWNER_PID, IWARP_A_OWNER_COMM, IWARP_A_CM_ID,
@@ -758,7 +774,8 @@ enum iwarp_attr {
  * IWARP_CMD_LINK_DEL: A link was deleted; carries its attributes as they were
  *   and IWARP_A_EVENT_REASON.
  * IWARP_CMD_CM_GET: A connection-manager event (IWARP_A_EVENT_REASON CM_*);
- *   carries the object's attributes as IWARP_CMD_CM_GET dumps them.
+ *   carries the object's attributes as IWARP_CMD_CM_GET dumps them to
+ *   CAP_NET_ADMIN, with IWARP_A_OWNER_PID in the owner's own PID namespace.
  */
 enum iwarp_cmd {
 	IWARP_CMD_UNSPEC = 0,

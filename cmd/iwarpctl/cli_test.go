@@ -277,9 +277,12 @@ func TestCompletion(t *testing.T) {
 func TestResourceShow(t *testing.T) {
 	f := &fakeClient{
 		mrs: []ctl.MR{
-			{Owner: ctl.Owner{PID: 42, Comm: "app", Ctx: 3}, STag: 0x1234, PD: 1, Addr: 0x7f0000001000, Length: 8192,
-				Access: ctl.AccessLocalWrite | ctl.AccessRemoteRead},
-			{Owner: ctl.Owner{PID: 1234, Comm: "server", Ctx: 12}, STag: 0xabcdef01, PD: 10, Addr: 0x1000, Length: 1},
+			{Owner: ctl.Owner{PID: 42, Comm: "app", Ctx: 3}, STag: ptr[uint32](0x1234), PD: 1, Addr: ptr[uint64](0x7f0000001000),
+				Length: 8192, Access: ctl.AccessLocalWrite | ctl.AccessRemoteRead},
+			{Owner: ctl.Owner{PID: 1234, Comm: "server", Ctx: 12}, STag: ptr[uint32](0xabcdef01), PD: 10, Addr: ptr[uint64](0x1000),
+				Length: 1},
+			// As a caller without CAP_NET_ADMIN sees its own region.
+			{Owner: ctl.Owner{PID: 7, Comm: "user", Ctx: 13}, PD: 2, Length: 4096, Access: ctl.AccessRemoteWrite},
 		},
 		cqs: []ctl.CQ{{Owner: ctl.Owner{PID: 42, Comm: "app", Ctx: 3}, ID: 1, Entries: 8, Head: 3, Tail: 2}},
 		qps: []ctl.QP{{Owner: ctl.Owner{PID: 42, Comm: "app", Ctx: 3}, ID: 77, PD: 1, SendCQ: 1, RecvCQ: 2,
@@ -290,12 +293,14 @@ func TestResourceShow(t *testing.T) {
 		want string
 	}{
 		{[]string{"mr"}, "mr stag 0x00001234 pid 42   comm app    ctx 3  pd 1  addr 0x7f0000001000 length 8192 access local-write,remote-read\n" +
-			"mr stag 0xabcdef01 pid 1234 comm server ctx 12 pd 10 addr 0x1000         length 1    access local-read\n"},
+			"mr stag 0xabcdef01 pid 1234 comm server ctx 12 pd 10 addr 0x1000         length 1    access local-read\n" +
+			"mr stag -          pid 7    comm user   ctx 13 pd 2  addr -              length 4096 access remote-write\n"},
 		{[]string{"cq", "show"}, "cq id 1 pid 42 comm app ctx 3 entries 8 head 3 tail 2\n"},
 		{[]string{"qp", "list"}, "qp id 77 pid 42 comm app ctx 3 pd 1 send-cq 1 recv-cq 2 sq-entries 64 rq-entries 32 state idle fpdus 5/6\n"},
 		{[]string{"-j", "mr", "show"}, `[{"pid":42,"comm":"app","ctx":3,"stag":4660,"pd":1,"addr":139637976731648,"length":8192,` +
 			`"access":["local-write","remote-read"]},{"pid":1234,"comm":"server","ctx":12,"stag":2882400001,"pd":10,` +
-			`"addr":4096,"length":1,"access":[]}]` + "\n"},
+			`"addr":4096,"length":1,"access":[]},{"pid":7,"comm":"user","ctx":13,"stag":null,"pd":2,"addr":null,` +
+			`"length":4096,"access":["remote-write"]}]` + "\n"},
 		{[]string{"-j", "cq", "ls"}, `[{"pid":42,"comm":"app","ctx":3,"id":1,"entries":8,"head":3,"tail":2}]` + "\n"},
 		{[]string{"-j", "qp"}, `[{"pid":42,"comm":"app","ctx":3,"id":77,"pd":1,"send_cq":1,"recv_cq":2,` +
 			`"sq_entries":64,"rq_entries":32,"state":"idle","tx_bytes":0,"rx_bytes":0,"tx_fpdus":5,"rx_fpdus":6,` +
@@ -443,3 +448,5 @@ func TestMonitorCM(t *testing.T) {
 
 // zeroStats is the JSON of a link's counters before any connection.
 const zeroStats = `"stats":{"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,"terminates":[]}`
+
+func ptr[T any](v T) *T { return &v }

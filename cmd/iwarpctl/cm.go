@@ -284,8 +284,9 @@ the 16 the module keeps per link). A link's counters sum its connections,
 closed and open; a connection counts toward the link its route left
 through when it was set up.
 
-Then one row per QP: its state, its connection (CM id and peer, "-" if it
-has none), the same counters for that connection, and the Terminate sent
+Then one row per QP the caller may see (with CAP_NET_ADMIN all of the
+namespace, otherwise those of contexts opened with the caller's effective
+uid): its state, its connection (CM id and peer, "-" if it has none), the same counters for that connection, and the Terminate sent
 and received, named after the tables of RFC 5040 §7.2 as layer/etype/ecode,
 for example "ddp/untagged-buffer/invalid-qn" or "llp/mpa/crc-error" (codes
 without a name are hex, "-" means none). A QP has at most one connection.

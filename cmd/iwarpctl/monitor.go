@@ -33,7 +33,13 @@ cm-disconnected, cm-error.
 
 JSON (-j): one object per line with the keys event ("new", "del" or
 "cm"), reason, and link (link events, keys as in iwarpctl link -j) or cm
-(cm events, keys as in iwarpctl cm -j).`,
+(cm events, keys as in iwarpctl cm -j).
+
+Monitoring needs CAP_NET_ADMIN in the user namespace owning the network
+namespace: the events cover every user's connections. The pid of a cm
+event is the owner's in its own PID namespace (what getpid() returned to
+it), which differs from iwarpctl cm's when the owner runs in another PID
+namespace.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

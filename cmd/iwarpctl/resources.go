@@ -36,10 +36,11 @@ func newResourceCmd(a *app, object, short, long string, show func(client) error)
 
 const resourceLong = `
 
-Lists the objects of every verbs context (/dev/iwarp) opened in this network
-namespace, whoever opened it; reading needs no privilege. pid is the
-process that opened the context (0 if it is not visible in this PID
-namespace), comm its command name then, ctx the context's id.`
+Lists the objects of the verbs contexts (/dev/iwarp) opened in this network
+namespace: with CAP_NET_ADMIN all of them, otherwise only those of contexts
+opened with the caller's effective uid. pid is the process that opened the
+context (0 if it is not visible in this PID namespace), comm its command
+name then, ctx the context's id.`
 
 func newMRCmd(a *app) *cobra.Command {
 	return newResourceCmd(a, "mr", "Show the registered memory regions",
@@ -47,9 +48,13 @@ func newMRCmd(a *app) *cobra.Command {
 
   iwarpctl mr [show|list]`+resourceLong+`
 
+The STag (the remote access key) and the address are shown only with
+CAP_NET_ADMIN, even for the caller's own regions; otherwise they are "-".
+
 JSON (-j) prints an array of objects with the keys pid, comm, ctx, stag, pd,
 addr, length and access (list of "local-write", "remote-read",
-"remote-write", "remote-atomic"; local read is implied).`,
+"remote-write", "remote-atomic"; local read is implied); stag and addr are
+null when not shown.`,
 		func(c client) error {
 			mrs, err := c.MRs()
 			if err != nil {
@@ -60,8 +65,15 @@ addr, length and access (list of "local-write", "remote-read",
 			}
 			t := newTable(a.stdout)
 			for _, m := range mrs {
-				t.row(append([]string{"mr", "stag", fmt.Sprintf("0x%08x", m.STag)}, append(ownerFields(m.Owner),
-					"pd", u32s(m.PD), "addr", fmt.Sprintf("0x%x", m.Addr),
+				stag, addr := "-", "-"
+				if m.STag != nil {
+					stag = fmt.Sprintf("0x%08x", *m.STag)
+				}
+				if m.Addr != nil {
+					addr = fmt.Sprintf("0x%x", *m.Addr)
+				}
+				t.row(append([]string{"mr", "stag", stag}, append(ownerFields(m.Owner),
+					"pd", u32s(m.PD), "addr", addr,
 					"length", strconv.FormatUint(m.Length, 10), "access", m.Access.String())...)...)
 			}
 			return t.flush()

@@ -26,6 +26,14 @@ type entry struct {
 	Doc  string `yaml:"doc"`
 }
 
+// mcastGroup is a multicast group; admin groups need CAP_NET_ADMIN in the
+// user namespace owning the network namespace to join.
+type mcastGroup struct {
+	Name  string `yaml:"name"`
+	Doc   string `yaml:"doc"`
+	Admin bool   `yaml:"admin"`
+}
+
 type definition struct {
 	Name    string  `yaml:"name"`
 	Type    string  `yaml:"type"` // enum or flags
@@ -69,7 +77,7 @@ type spec struct {
 	Version       int            `yaml:"version"`
 	CPrefix       string         `yaml:"c-prefix"`
 	Doc           string         `yaml:"doc"`
-	McastGroups   []entry        `yaml:"mcast-groups"`
+	McastGroups   []mcastGroup   `yaml:"mcast-groups"`
 	Definitions   []definition   `yaml:"definitions"`
 	Attributes    []attribute    `yaml:"attributes"`
 	Commands      []command      `yaml:"commands"`
@@ -552,7 +560,11 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 
 	b.WriteString("static const struct genl_multicast_group iwarp_nl_mcgrps[] = {\n")
 	for _, g := range s.McastGroups {
-		fmt.Fprintf(&b, "\t[IWARP_NL_MCGRP_%s] = { .name = %s_MCGRP_%s },\n", upper(g.Name), s.CPrefix, upper(g.Name))
+		flags := ""
+		if g.Admin {
+			flags = ", .flags = GENL_MCAST_CAP_NET_ADMIN"
+		}
+		fmt.Fprintf(&b, "\t[IWARP_NL_MCGRP_%s] = { .name = %s_MCGRP_%s%s },\n", upper(g.Name), s.CPrefix, upper(g.Name), flags)
 	}
 	b.WriteString("};\n\n")
 	fmt.Fprintf(&b, `struct genl_family iwarp_nl_family __ro_after_init = {
