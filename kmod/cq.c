@@ -68,7 +68,7 @@ struct iwarp_cq *iwarp_cq_create(struct iwarp_ctx *ctx, u32 entries,
 
 	err = iwarp_ctx_lock(ctx, extack);
 	if (err)
-		goto err_uncharge;
+		goto err_put;
 	err = xa_alloc_cyclic(&ctx->cqs, &cq->id, cq, XA_LIMIT(1, IWARP_CTX_MAX_ID),
 			      &ctx->next_cq, GFP_KERNEL_ACCOUNT);
 	if (err >= 0)
@@ -79,24 +79,21 @@ struct iwarp_cq *iwarp_cq_create(struct iwarp_ctx *ctx, u32 entries,
 			NL_SET_ERR_MSG(extack, "IWARP_A_CQ_ID: no free CQ id in the context");
 			err = -ENOSPC;
 		}
-		goto err_uncharge;
+		goto err_put;
 	}
 	return cq;
 
-err_uncharge:
-	iwarp_ring_uncharge(&cq->ring);
 err_put:
 	iwarp_cq_put(cq);
 	return ERR_PTR(err);
 }
 
-/* Unpublished already: stops posting and returns the charge. */
+/* Unpublished already: stops posting. */
 static void iwarp_cq_teardown(struct iwarp_cq *cq)
 {
 	spin_lock_irq(&cq->lock);
 	cq->dead = true;
 	spin_unlock_irq(&cq->lock);
-	iwarp_ring_uncharge(&cq->ring);
 	iwarp_cq_put(cq);
 }
 

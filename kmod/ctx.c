@@ -16,7 +16,6 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/vmalloc.h>
 #include <net/net_namespace.h>
 #include <net/netlink.h>
 
@@ -251,7 +250,6 @@ static void iwarp_ctx_drop_events(struct iwarp_ctx *ctx)
 static int iwarp_ctx_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct iwarp_ctx *ctx = file->private_data;
-	unsigned long size = vma->vm_end - vma->vm_start;
 	u32 type = vma->vm_pgoff >> 32, id = lower_32_bits(vma->vm_pgoff);
 	struct iwarp_ring *ring = NULL;
 	struct iwarp_cq *cq = NULL;
@@ -277,14 +275,8 @@ static int iwarp_ctx_mmap(struct file *file, struct vm_area_struct *vma)
 	}
 	if (!ring)
 		return -EINVAL;
-	if (size != ring->size) {
-		err = -EINVAL;
-		goto out;
-	}
-	vma->vm_flags &= ~VM_MAYEXEC;
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
-	err = remap_vmalloc_range(vma, ring->mem, 0);
-out:
+	/* The reference to the CQ or QP keeps the ring until it is mapped. */
+	err = iwarp_ring_mmap(ring, vma);
 	if (cq)
 		iwarp_cq_put(cq);
 	if (qp)

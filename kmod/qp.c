@@ -90,7 +90,6 @@ static int iwarp_qp_alloc_rings(struct iwarp_qp *qp, const struct iwarp_qp_init 
 		} else if (err == -EINVAL) {
 			NL_SET_ERR_MSG(extack, "IWARP_A_QP_RQ_ENTRIES: must be 1 to 32768");
 		}
-		iwarp_ring_uncharge(&qp->sq);
 		return err;
 	}
 	return 0;
@@ -160,7 +159,7 @@ struct iwarp_qp *iwarp_qp_create(struct iwarp_ctx *ctx, const struct iwarp_qp_in
 			NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no free QP id");
 			err = -ENOSPC;
 		}
-		goto err_uncharge;
+		goto err_put;
 	}
 	err = iwarp_ctx_lock(ctx, extack);
 	if (err)
@@ -175,9 +174,6 @@ struct iwarp_qp *iwarp_qp_create(struct iwarp_ctx *ctx, const struct iwarp_qp_in
 
 err_id:
 	xa_erase(&iwarp_qp_index, qp->id);
-err_uncharge:
-	iwarp_ring_uncharge(&qp->sq);
-	iwarp_ring_uncharge(&qp->rq);
 err_put:
 	iwarp_qp_put(qp);
 	return ERR_PTR(err);
@@ -194,8 +190,6 @@ static void iwarp_qp_teardown(struct iwarp_qp *qp)
 	iwarp_pd_unuse(qp->pd);
 	iwarp_cq_unuse(qp->send_cq);
 	iwarp_cq_unuse(qp->recv_cq);
-	iwarp_ring_uncharge(&qp->sq);
-	iwarp_ring_uncharge(&qp->rq);
 	iwarp_qp_put(qp);
 }
 

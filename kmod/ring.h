@@ -1,10 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Shared rings (uapi/iwarp_abi.h): one vmalloc_user() area per ring, a
- * control page followed by the entries, mapped into user space through the
- * context file. The memory is charged to RLIMIT_MEMLOCK of the creator.
+ * Shared rings (uapi/iwarp_abi.h): a control page followed by the entries,
+ * mapped into user space through the context file.
  *
- * Everything in the area is writable by user space at any time: the kernel
+ * Lifetime: the memory of a ring (struct iwarp_ring_mem, private to ring.c)
+ * is reference counted. The CQ or QP that embeds the struct iwarp_ring holds
+ * one reference from iwarp_ring_alloc() to iwarp_ring_free() (its release),
+ * and every user mapping (VMA) holds one from mmap(), fork() or a VMA split
+ * to the VMA's close. The last reference frees the pages and returns their
+ * charges, so ring memory is charged for exactly as long as it exists:
+ *  - to the creator's RLIMIT_MEMLOCK, in mm->pinned_vm (atomic, no
+ *    mmap_lock: a VMA's close runs under the mmap_lock of the mapping
+ *    process, which may be the creator), the mm held with mmgrab();
+ *  - to the creator's memory cgroup: the pages are allocated with
+ *    __GFP_ACCOUNT, and the cgroup is uncharged when they are freed.
+ *
+ * Everything in the ring is writable by user space at any time: the kernel
  * keeps its own copies of the sizes and of its side's index and never trusts
  * what it reads back beyond bounds it checks.
  */
@@ -18,17 +29,16 @@
 
 #define IWARP_RING_MAX_ENTRIES	32768U
 
-struct mm_struct;
+struct iwarp_ring_mem;
+struct vm_area_struct;
 
 struct iwarp_ring {
-	void *mem;			/* vmalloc_user(), size octets */
-	struct iwarp_ring_ctrl *ctrl;	/* == mem */
-	void *slots;			/* mem + IWARP_RING_CTRL_SIZE */
+	struct iwarp_ring_mem *mem;	/* the owner's reference, or NULL */
+	struct iwarp_ring_ctrl *ctrl;	/* the kernel's mapping of the ring */
+	void *slots;			/* (void *)ctrl + IWARP_RING_CTRL_SIZE */
 	size_t size;			/* page aligned: the mmap length */
 	u32 entries;			/* power of two */
 	u32 entry_size;
-	struct mm_struct *mm;		/* charged, until iwarp_ring_uncharge() */
-	unsigned long charged;		/* pages */
 };
 
 static inline bool iwarp_ring_entries_valid(u32 requested)
@@ -39,14 +49,23 @@ static inline bool iwarp_ring_entries_valid(u32 requested)
 /*
  * Rounds @requested (1..IWARP_RING_MAX_ENTRIES, else -EINVAL) up to a power
  * of two, charges the pages to the caller's RLIMIT_MEMLOCK (-EDQUOT when that
- * is exceeded), allocates the ring and fills in its control page with @flags.
- * Process context, no locks held (takes mmap_lock).
+ * is exceeded), allocates them charged to the caller's memory cgroup
+ * (-ENOMEM) and fills in the control page with @flags. On failure nothing
+ * stays charged and iwarp_ring_free() is still safe. Process context.
  */
 int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags);
-/* Returns the charge. Process context, no locks held (takes mmap_lock). */
-void iwarp_ring_uncharge(struct iwarp_ring *ring);
-/* Frees the memory (mappings keep their pages). Any context but NMI. */
+/*
+ * Drops the owner's reference (user mappings keep the memory and its
+ * charges until they go). Process context, may sleep; a ring that was never
+ * allocated is fine.
+ */
 void iwarp_ring_free(struct iwarp_ring *ring);
+/*
+ * mmap() of the ring into @vma (from the context file's mmap, the caller
+ * holding a reference to the ring's owner): the VMA must be exactly
+ * ring->size long (-EINVAL). The mapping takes a reference to the memory.
+ */
+int iwarp_ring_mmap(struct iwarp_ring *ring, struct vm_area_struct *vma);
 
 static inline void *iwarp_ring_slot(const struct iwarp_ring *ring, u32 n)
 {

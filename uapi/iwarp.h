@@ -540,7 +540,8 @@ enum iwarp_attr {
  *   IWARP_A_MMAP_SIZE
  * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
  * Error EINVAL - IWARP_A_CQ_ENTRIES is 0 or above 32768
- * Error ENOMEM - the ring exceeds RLIMIT_MEMLOCK
+ * Error ENOMEM - the ring exceeds RLIMIT_MEMLOCK (rings stay charged while
+ *   mapped) or the memory cgroup's limit
  */
 /*
  * IWARP_CMD_CQ_DESTROY
@@ -572,7 +573,8 @@ enum iwarp_attr {
  * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
  * Error ENOENT - no such PD or CQ in the context
  * Error EINVAL - a queue size is 0 or above 32768
- * Error ENOMEM - the rings exceed RLIMIT_MEMLOCK
+ * Error ENOMEM - the rings exceed RLIMIT_MEMLOCK (rings stay charged while
+ *   mapped) or the memory cgroup's limit
  */
 /*
  * IWARP_CMD_QP_DESTROY

@@ -12,8 +12,11 @@
  *    CQ or QP (IWARP_A_*_MMAP_OFFSET); each ring is one mapping: a control
  *    page (struct iwarp_ring_ctrl) followed by the entries. The offset is
  *    opaque; the mapping must be MAP_SHARED, exactly IWARP_A_*_MMAP_SIZE
- *    long and not executable (else EINVAL, or EPERM for PROT_EXEC). Ring
- *    memory is charged to RLIMIT_MEMLOCK of the process that creates it;
+ *    long and not executable (else EINVAL, or EPERM for PROT_EXEC); it
+ *    cannot grow and is not inherited by fork(). Ring memory is charged to
+ *    RLIMIT_MEMLOCK of the process that creates it (VmPin) and to its
+ *    memory cgroup until the CQ or QP is destroyed and the last mapping of
+ *    the ring is gone;
  *  - ioctl(IWARP_IOCTL_DOORBELL, &struct iwarp_doorbell) to tell the kernel
  *    that a QP's SQ or RQ has new entries (ENOENT: no such QP in this
  *    context; EINVAL: unknown queue; ENOTCONN: SQ of a QP not in RTS);

@@ -20,8 +20,8 @@ import (
 	"github.com/iwarp/iwarp/userlib"
 )
 
-// ulVmLck returns VmLck of this process in kB: what the module charged to
-// RLIMIT_MEMLOCK (rings and pinned MR pages).
+// ulVmLck returns VmLck of this process in kB: the pinned MR pages the
+// module charged to RLIMIT_MEMLOCK (rings are charged in VmPin).
 func ulVmLck(t *testing.T) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/status")

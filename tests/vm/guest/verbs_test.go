@@ -197,15 +197,26 @@ func vbAnon(t *testing.T, n int, prot int) []byte {
 
 func vbAddrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 
-// vbVmLck returns VmLck of /proc/self/status in kB.
+// vbVmLck returns VmLck of /proc/self/status in kB: registered memory.
 func vbVmLck(t *testing.T) int {
+	t.Helper()
+	return vbStatusKB(t, "VmLck")
+}
+
+// vbVmPin returns VmPin of /proc/self/status in kB: ring memory.
+func vbVmPin(t *testing.T) int {
+	t.Helper()
+	return vbStatusKB(t, "VmPin")
+}
+
+func vbStatusKB(t *testing.T, field string) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmLck:" {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == field+":" {
 			n, err := strconv.Atoi(f[1])
 			if err != nil {
 				t.Fatal(err)
@@ -213,7 +224,7 @@ func vbVmLck(t *testing.T) int {
 			return n
 		}
 	}
-	t.Fatal("no VmLck in /proc/self/status")
+	t.Fatalf("no %s in /proc/self/status", field)
 	return 0
 }
 
@@ -491,7 +502,7 @@ func TestVerbsMemlock(t *testing.T) {
 	fd := vbOpenCtx(t)
 	pd := vbPDAlloc(t, v, fd)
 	buf := vbAnon(t, 64, unix.PROT_READ|unix.PROT_WRITE)
-	base := vbVmLck(t)
+	base, basePin := vbVmLck(t), vbVmPin(t)
 
 	var old unix.Rlimit
 	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, nil, &old); err != nil {
@@ -526,6 +537,9 @@ func TestVerbsMemlock(t *testing.T) {
 	restored = true
 	if got := vbVmLck(t); got != base {
 		t.Fatalf("VmLck %d kB at the end, want %d", got, base)
+	}
+	if got := vbVmPin(t); got != basePin {
+		t.Fatalf("VmPin %d kB at the end, want %d", got, basePin)
 	}
 }
 
@@ -705,7 +719,7 @@ func TestVerbsEvents(t *testing.T) {
 func TestVerbsClose(t *testing.T) {
 	v := newVerbsConn(t)
 	refs := vbModuleRefcnt(t)
-	base := vbVmLck(t)
+	base, basePin := vbVmLck(t), vbVmPin(t)
 	buf := vbAnon(t, 16, unix.PROT_READ|unix.PROT_WRITE)
 
 	fd, err := unix.Open("/dev/iwarp", unix.O_RDWR|unix.O_CLOEXEC, 0)
@@ -739,9 +753,13 @@ func TestVerbsClose(t *testing.T) {
 			unix.Munmap(sq)
 		}
 	})
-	// MRs 16 + 1 pages; rings: CQ of 64 (2 pages), SQ of 64 (3), RQ of 64 (2), CQ of 8 (2).
-	if got, want := vbVmLck(t)-base, (17+2+3+2+2)*4; got != want {
+	// MRs 16 + 1 pages in VmLck; rings in VmPin: CQ of 64 (2 pages), SQ of
+	// 64 (3), RQ of 64 (2), CQ of 8 (2).
+	if got, want := vbVmLck(t)-base, 17*4; got != want {
 		t.Fatalf("VmLck grew by %d kB, want %d", got, want)
+	}
+	if got, want := vbVmPin(t)-basePin, (2+3+2+2)*4; got != want {
+		t.Fatalf("VmPin grew by %d kB, want %d", got, want)
 	}
 	closed = true
 	if err := unix.Close(fd); err != nil {
@@ -758,6 +776,9 @@ func TestVerbsClose(t *testing.T) {
 	if got := vbVmLck(t); got != base {
 		t.Fatalf("VmLck %d kB after close, want %d", got, base)
 	}
+	if got := vbVmPin(t); got != basePin {
+		t.Fatalf("VmPin %d kB after close, want %d", got, basePin)
+	}
 	if got := vbModuleRefcnt(t); got != refs {
 		t.Fatalf("module refcnt %d after close, want %d", got, refs)
 	}
@@ -768,7 +789,7 @@ func TestVerbsClose(t *testing.T) {
 // the requests are over nothing stays charged or referenced.
 func TestVerbsCloseRace(t *testing.T) {
 	refs := vbModuleRefcnt(t)
-	base := vbVmLck(t)
+	base, basePin := vbVmLck(t), vbVmPin(t)
 	buf := vbAnon(t, 8, unix.PROT_READ|unix.PROT_WRITE)
 	for round := 0; round < 5; round++ {
 		fd, err := unix.Open("/dev/iwarp", unix.O_RDWR|unix.O_CLOEXEC, 0)
@@ -816,6 +837,9 @@ func TestVerbsCloseRace(t *testing.T) {
 	}
 	if got := vbVmLck(t); got != base {
 		t.Fatalf("VmLck %d kB after the races, want %d", got, base)
+	}
+	if got := vbVmPin(t); got != basePin {
+		t.Fatalf("VmPin %d kB after the races, want %d", got, basePin)
 	}
 	if got := vbModuleRefcnt(t); got != refs {
 		t.Fatalf("module refcnt %d after the races, want %d", got, refs)
