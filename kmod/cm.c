@@ -118,23 +118,34 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	return conn;
 }
 
+/*
+ * Under the context's lock, so that iwarp_ctx_close() (which marks the
+ * context dead under it, then closes what is listed) and the close's
+ * unpublication (under it too) see the object either listed or never.
+ */
 int iwarp_conn_publish(struct iwarp_conn *conn)
 {
 	struct iwarp_ctx *ctx = conn->ctx;
-	int err;
+	int err = 0;
 
 	mutex_lock(&ctx->lock);
+	spin_lock_bh(&conn->lock);
 	if (ctx->dead)
-		err = -EBADF;	/* iwarp_cm_ctx_close() runs, or ran */
-	else
+		err = -EBADF;		/* iwarp_cm_ctx_close() runs, or ran */
+	else if (conn->closing)
+		err = -ECONNABORTED;	/* closed while being set up */
+	spin_unlock_bh(&conn->lock);
+	if (!err) {
 		err = xa_alloc_cyclic(&iwarp_cm_index, &conn->id, conn,
 				      XA_LIMIT(1, IWARP_CM_MAX_ID), &iwarp_cm_next_id,
 				      GFP_KERNEL);
+		if (err >= 0) {
+			WRITE_ONCE(conn->published, true);
+			err = 0;
+		}
+	}
 	mutex_unlock(&ctx->lock);
-	if (err < 0)
-		return err;
-	WRITE_ONCE(conn->published, true);
-	return 0;
+	return err;
 }
 
 /* A reference to object @id if it belongs to @ctx. */
@@ -409,7 +420,8 @@ void iwarp_cm_close_work(struct work_struct *work)
 	 * keeps a concurrent close from releasing the socket meanwhile.
 	 */
 	if (READ_ONCE(conn->fpdu_mode)) {
-		flush_work(&conn->rx_work);
+		/* Not flush_work(): same queue; the read below does its job. */
+		iwarp_conn_cancel(conn, &conn->rx_work);
 		mutex_lock(&conn->cm_lock);
 		if (!READ_ONCE(conn->closing))
 			iwarp_rx_read(conn);
@@ -491,8 +503,10 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		iwarp_link_stats_fold(conn->ctx->net, conn->ifindex, &st);
 	}
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_CLOSED);
+	mutex_lock(&conn->ctx->lock);	/* against a publication in progress */
 	if (conn->published)
 		xa_erase(&iwarp_cm_index, conn->id);
+	mutex_unlock(&conn->ctx->lock);
 	/*
 	 * Nothing uses the socket any more: TCP finishes what is left of it
 	 * (sends what was queued, or resets with @abort) and its own timers
@@ -675,6 +689,12 @@ int iwarp_conn_init(void)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+void iwarp_conn_drain(void)
+{
+	drain_workqueue(iwarp_cm_wq);
+	drain_workqueue(iwarp_wq);
 }
 
 void iwarp_conn_exit(void)

@@ -26,6 +26,7 @@
 #include <linux/uio.h>
 #include <net/addrconf.h>
 #include <net/dst.h>
+#include <net/inet_common.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
@@ -329,9 +330,20 @@ static int iwarp_cm_connect_run(struct iwarp_conn *conn, struct iwp_mpa_frame *r
 	sk = conn->sock->sk;
 	sk->sk_sndtimeo = timeo;
 	sk->sk_rcvtimeo = timeo;
-	err = kernel_connect(conn->sock, (struct sockaddr *)&conn->peer,
-			     conn->peer.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-								sizeof(struct sockaddr_in), 0);
+	/*
+	 * A close that shut the socket down before the SYN left must stop
+	 * the connect (shutdown of an unconnected socket only marks it):
+	 * checked under the socket lock, which the shutdown takes too.
+	 */
+	lock_sock(sk);
+	if (sk->sk_shutdown || READ_ONCE(conn->closing))
+		err = -ECONNABORTED;
+	else
+		err = __inet_stream_connect(conn->sock, (struct sockaddr *)&conn->peer,
+					    conn->peer.ss_family == AF_INET6 ?
+					    sizeof(struct sockaddr_in6) :
+					    sizeof(struct sockaddr_in), 0, 0);
+	release_sock(sk);
 	if (err == -EINPROGRESS || err == -EALREADY)
 		err = -ETIMEDOUT;
 	if (err)
@@ -342,6 +354,11 @@ static int iwarp_cm_connect_run(struct iwarp_conn *conn, struct iwp_mpa_frame *r
 	if (err)
 		return err;
 
+	/* The Request's write and the Reply's read share what is left. */
+	timeo = (long)(conn->deadline - jiffies);
+	if (timeo <= 0)
+		return -ETIMEDOUT;
+	WRITE_ONCE(sk->sk_sndtimeo, timeo);
 	iwp_mpa_req_init(&conn->pol, &conn->req);
 	if (conn->own_pd_len > iwarp_pd_room(conn->req.enhanced))
 		return -EMSGSIZE;	/* the link's revision 2: 508 octets */
@@ -451,14 +468,23 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 		iwarp_conn_close(conn, true);
 		return err;
 	}
+	/*
+	 * Bound: a disconnect or QP destroy can close it from now on; our
+	 * own reference keeps it until we are done with it.
+	 */
+	iwarp_conn_get(conn);
 	err = iwarp_conn_publish(conn);
 	if (err) {
-		NL_SET_ERR_MSG(extack, "IWARP_A_CTX_FD: the context is being closed");
+		if (err == -EBADF)
+			NL_SET_ERR_MSG(extack, "IWARP_A_CTX_FD: the context is being closed");
+		else
+			NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP was disconnected or destroyed meanwhile");
 		iwarp_conn_close(conn, true);	/* the QP goes with the context */
-		return err;
+	} else {
+		iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
 	}
-	iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
-	return 0;
+	iwarp_conn_put(conn);
+	return err;
 }
 
 /* ------------------------------------------------------------ passive side */
@@ -530,12 +556,15 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 		conn->state = IWARP_CM_STATE_MPA_WAIT_REQUEST;
 		/* One deadline for the whole Request, however it trickles in. */
 		conn->deadline = jiffies + msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
+		/* Once listed, a close can take it: keep our own reference. */
+		iwarp_conn_get(conn);
 		if (iwarp_conn_publish(conn)) {
 			iwarp_conn_close(conn, true);
-			continue;
+		} else {
+			pr_debug("cm %u: accepted on listener %u\n", conn->id, lsn->id);
+			iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
 		}
-		pr_debug("cm %u: accepted on listener %u\n", conn->id, lsn->id);
-		iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
+		iwarp_conn_put(conn);
 	}
 }
 
@@ -774,8 +803,11 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 		lsn->local = *addr;
 	lsn->state = IWARP_CM_STATE_LISTEN;
 	iwarp_conn_hook(lsn);
+	/* Once listed, LISTEN_CLOSE can take it: keep our own reference. */
+	iwarp_conn_get(lsn);
 	err = iwarp_conn_publish(lsn);
 	if (err) {
+		iwarp_conn_put(lsn);
 		NL_SET_ERR_MSG(extack, "IWARP_A_CTX_FD: the context is being closed");
 		goto fail;
 	}
@@ -783,6 +815,7 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 	*id = lsn->id;
 	/* Connections may have queued before the hook or the publication. */
 	iwarp_conn_queue(lsn, iwarp_cm_wq, &lsn->cm_work);
+	iwarp_conn_put(lsn);
 	return 0;
 fail:
 	iwarp_conn_close(lsn, true);

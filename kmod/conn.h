@@ -230,6 +230,8 @@ struct iwarp_conn {
 };
 
 int iwarp_conn_init(void);
+/* Module exit, every context closed: waits for the closes still running. */
+void iwarp_conn_drain(void);
 void iwarp_conn_exit(void);
 
 /* The engines' and closes' work; the MPA exchanges have their own. */
@@ -237,6 +239,12 @@ extern struct workqueue_struct *iwarp_wq;
 extern struct workqueue_struct *iwarp_cm_wq;
 
 void iwarp_conn_get(struct iwarp_conn *conn);
+/*
+ * Any context: a put from softirq (a failed queueing, the QP error path)
+ * is never the last, because a hooked socket means the index still holds
+ * its reference; the last put runs in process context (it releases the
+ * socket and may free the QP, whose rings are unmapped from the kernel).
+ */
 void iwarp_conn_put(struct iwarp_conn *conn);
 /*
  * Queues @work of @conn on @wq with a reference the work drops when it
@@ -248,7 +256,8 @@ bool iwarp_conn_queue(struct iwarp_conn *conn, struct workqueue_struct *wq,
 /*
  * Ends a connection: the QP (if any) goes to error with its work flushed,
  * the socket is closed (reset when @abort), the connection leaves the CM
- * index. Process context; not from the connection's own work items.
+ * index. Process context, no locks held; from the connection's own work
+ * items only close_work and linger_work (it cancels the others).
  */
 void iwarp_conn_close(struct iwarp_conn *conn, bool abort);
 

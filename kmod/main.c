@@ -69,6 +69,8 @@ err_link:
 static void __exit iwarp_exit(void)
 {
 	iwarp_link_shutdown();
+	/* Closes still running in a work may multicast: before the family goes. */
+	iwarp_conn_drain();
 	genl_unregister_family(&iwarp_nl_family);
 	iwarp_conn_exit();
 	iwarp_verbs_exit();

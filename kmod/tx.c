@@ -97,6 +97,7 @@ static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
 static int iwarp_tx_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 			  const struct iwarp_tx_src *src, u32 plen)
 {
+	struct iwp_mpa_tx saved = conn->mtx;
 	struct iwp_fpdu_tx f;
 	struct iwp_tx_piece p;
 	u8 *out = conn->txbuf + conn->tx_len;
@@ -108,8 +109,10 @@ static int iwarp_tx_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 	if (err)
 		return err;
 	while ((kind = iwp_fpdu_tx_next(&f, &p)) != IWP_TXP_DONE) {
-		if (kind < 0)
-			return kind;
+		if (kind < 0) {
+			err = kind;
+			goto undo;
+		}
 		if (kind == IWP_TXP_BYTES) {
 			memcpy(out, p.bytes, p.n);
 			out += p.n;
@@ -130,7 +133,7 @@ static int iwarp_tx_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 				s.off += p.off - hlen;
 				err = iwarp_tx_copy(&s, out, n);
 				if (err)
-					return err;
+					goto undo;
 				f.crc_fed += n;
 			}
 			out += n;
@@ -142,6 +145,10 @@ static int iwarp_tx_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 	conn->stats.tx_fpdus++;
 	conn->stats.tx_bytes += conn->tx_len - start;
 	return 0;
+undo:
+	/* Nothing of it went out: the stream position (markers) stays. */
+	conn->mtx = saved;
+	return err;
 }
 
 static bool iwarp_tx_room(struct iwarp_conn *conn, u32 ulpdu_len)
