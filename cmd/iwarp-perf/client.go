@@ -59,16 +59,10 @@ func runClient(ctx context.Context, cfg *config) (*result, error) {
 		return nil, err
 	}
 	conns := make([]*clientConn, cfg.qps)
-	errs := make([]error, cfg.qps)
-	var wg sync.WaitGroup
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conns[i], errs[i] = dialConn(ctx, c, pd, cfg, i, addr)
-		}()
-	}
-	wg.Wait()
+	errs := dialRun(cfg.qps, func(i int) (err error) {
+		conns[i], err = dialConn(ctx, c, pd, cfg, i, addr)
+		return err
+	})
 	defer func() {
 		for _, cc := range conns {
 			if cc != nil {
@@ -83,6 +77,7 @@ func runClient(ctx context.Context, cfg *config) (*result, error) {
 	start := time.Now()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var wg sync.WaitGroup
 	for i, cc := range conns {
 		wg.Add(1)
 		go func() {
@@ -112,6 +107,35 @@ func runClient(ctx context.Context, cfg *config) (*result, error) {
 		res.Lat = latency(samples)
 	}
 	return res, nil
+}
+
+// dialRun dials the n connections of a run with dial: connection 0 alone,
+// then, once the server has accepted it, the others in parallel. It returns
+// each connection's error (nil for those not dialed after connection 0
+// failed).
+//
+// The server serves one run and ends it when one of its connections fails.
+// Dialed all at once, the connections of a client that starts while the
+// server is coming up can straddle its listen: the first refused, the later
+// accepted. The client then gives up and closes the accepted ones, which
+// ends the server's run: the server is gone and a client started again
+// finds nothing listening. Connection 0 first means a client that comes
+// too early is refused before anything of its run reaches the server.
+func dialRun(n int, dial func(i int) error) []error {
+	errs := make([]error, n)
+	if errs[0] = dial(0); errs[0] != nil {
+		return errs
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = dial(i)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // dialConn sets up connection i and connects it.

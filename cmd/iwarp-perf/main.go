@@ -12,7 +12,10 @@
 // --verify) and tells the server in the private data of its MPA Requests;
 // the server answers with its buffer in the Reply. There is no side
 // channel. The server listens on -B (default 0.0.0.0; use -B :: for IPv6)
-// port -p, serves the -q connections of the first client and exits. Both
+// port -p, serves the -q connections of the first client and exits; a
+// connection that fails ends the run. The client dials its first
+// connection alone and the others once it is connected, so a client that
+// comes before the server listens is refused without reaching it. Both
 // print one line (or, with -j, one JSON object) on stdout; the server's
 // progress goes to stderr. Usage errors exit 2, runtime errors 1 (also a
 // failed --verify).

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -174,5 +176,54 @@ func TestReport(t *testing.T) {
 	r.print(&out, false)
 	if !bytes.Contains(out.Bytes(), []byte("write_bw")) || !bytes.Contains(out.Bytes(), []byte("Gb/s")) {
 		t.Fatalf("line %q", out.String())
+	}
+}
+
+// TestDialRun: connection 0 is dialed alone; the others only once it is
+// connected, and not at all when it fails. Dialed at once, a client that
+// starts while the server comes up can have its first connections refused
+// and its later ones accepted, and the server's run then ends.
+func TestDialRun(t *testing.T) {
+	refused := errors.New("connection refused")
+	for _, n := range []int{1, 2, 4} {
+		var mu sync.Mutex
+		var order []int
+		zeroDone := false
+		errs := dialRun(n, func(i int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if i != 0 && !zeroDone {
+				t.Errorf("n=%d: connection %d dialed before connection 0 was connected", n, i)
+			}
+			order = append(order, i)
+			if i == 0 {
+				zeroDone = true
+			}
+			return nil
+		})
+		if len(errs) != n || errors.Join(errs...) != nil || len(order) != n || order[0] != 0 {
+			t.Errorf("n=%d: dialed %v, errors %v", n, order, errs)
+		}
+		slices.Sort(order)
+		for i, got := range order {
+			if got != i {
+				t.Errorf("n=%d: dialed %v, want each connection once", n, order)
+				break
+			}
+		}
+
+		order = nil
+		errs = dialRun(n, func(i int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, i)
+			if i == 0 {
+				return refused
+			}
+			return nil
+		})
+		if len(order) != 1 || order[0] != 0 || len(errs) != n || errs[0] != refused || errors.Join(errs[1:]...) != nil {
+			t.Errorf("n=%d: connection 0 refused: dialed %v, errors %v, want only connection 0 dialed", n, order, errs)
+		}
 	}
 }

@@ -66,6 +66,14 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 	for first == nil || len(taken) < int(first.QPs) {
 		cr, err := l.Accept(ctx)
 		if err != nil {
+			// A connection that failed cancelled the wait: its
+			// error is the cause, not the cancellation.
+			mu.Lock()
+			ferr := errors.Join(errs...)
+			mu.Unlock()
+			if ferr != nil {
+				return nil, fmt.Errorf("%w (the run ended with %d of its %d connections)", ferr, len(taken), first.QPs)
+			}
 			return nil, err
 		}
 		req, err := unmarshalRequest(cr.PrivateData)

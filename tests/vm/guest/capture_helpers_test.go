@@ -39,6 +39,7 @@ func startCapture(t *testing.T, ns, iface string) *capture {
 	c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-i", iface, "-f", "tcp",
 		"-w", c.file, "-a", "filesize:400000", "-B", "16")
 	c.cmd.Stderr = &c.errb
+	c.cmd.WaitDelay = 5 * time.Second // a child left holding stderr
 	if err := c.cmd.Start(); err != nil {
 		t.Fatalf("dumpcap: %v", err)
 	}
@@ -62,8 +63,17 @@ func (c *capture) stopQuiet() error {
 	}
 	c.done = true
 	c.cmd.Process.Signal(syscall.SIGINT)
+	// A dumpcap interrupted while it was still starting has been seen
+	// never to exit (a test cleanup then waited until the boot's
+	// timeout): it is killed if SIGINT did not end it.
+	kill := time.AfterFunc(captureStopTimeout, func() { c.cmd.Process.Kill() })
+	defer kill.Stop()
 	return c.cmd.Wait()
 }
+
+// captureStopTimeout bounds dumpcap's exit after SIGINT, writing out what
+// it has read included.
+const captureStopTimeout = 30 * time.Second
 
 // stop ends the capture and returns its file.
 func (c *capture) stop(t *testing.T) string {

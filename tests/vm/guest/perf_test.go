@@ -5,17 +5,19 @@
 package guest
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iwarp/iwarp/userlib"
 )
 
 // perfResult is iwarp-perf's -j object.
@@ -43,47 +45,36 @@ func perfBin(t *testing.T) string {
 	return bin
 }
 
-// runPerf runs an iwarp-perf server in tp.B and the client with args in
-// tp.A (the server's address is appended), both with -j, and returns both
-// results. A failing side fails the test with its stderr.
+// runPerf runs an iwarp-perf server in tp.B and, once it listens, the
+// client with args in tp.A (the server's address is appended), both with
+// -j, and returns both results. A failing side fails the test with its
+// stderr.
+//
+// The client starts only once the server listens, and runs once: the
+// server serves one run, and a client with several connections that came
+// before the listener could have some refused and some accepted, which
+// ended the server's run (TestPerfFirstConnectionAlone).
 func runPerf(t *testing.T, tp *Topology, port int, args ...string) (client, server perfResult) {
 	t.Helper()
 	bin := perfBin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	p := fmt.Sprint(port)
-	srv := exec.CommandContext(ctx, "ip", "netns", "exec", tp.B, bin, "-j", "-p", p, "--timeout", "150s")
-	var sout, serr bytes.Buffer
-	srv.Stdout, srv.Stderr = &sout, &serr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
+	srv := startIn(t, tp.B, 3*time.Minute, bin, "-j", "-p", p, "--timeout", "150s")
+	waitListen(t, tp.B, port, listenTimeout, srv)
+	cli := startIn(t, tp.A, 3*time.Minute, bin, append(append([]string{"-j", "-p", p, "--timeout", "120s"}, args...), TopoB4)...)
+	cout, cliErr := cli.wait()
+	if cliErr != nil && !srv.exited() {
+		srv.cmd.Process.Signal(os.Interrupt) // it would wait for its --timeout
 	}
-	// The server listens within a few hundred milliseconds; the client
-	// retries a refused connection meanwhile.
-	var cout, cerr bytes.Buffer
-	var cliErr error
-	for try := 0; try < 50; try++ {
-		cout.Reset()
-		cerr.Reset()
-		cargs := append([]string{"netns", "exec", tp.A, bin, "-j", "-p", p, "--timeout", "120s"}, args...)
-		cli := exec.CommandContext(ctx, "ip", append(cargs, TopoB4)...)
-		cli.Stdout, cli.Stderr = &cout, &cerr
-		cliErr = cli.Run()
-		if cliErr == nil || !strings.Contains(cerr.String(), "refused") {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	srvErr := srv.Wait()
+	sout, srvErr := srv.wait()
 	if cliErr != nil || srvErr != nil {
-		t.Fatalf("iwarp-perf %v: client %v: %s\nserver %v: %s", args, cliErr, cerr.String(), srvErr, serr.String())
+		t.Fatalf("iwarp-perf %v: client %v\nserver %v", args, cliErr, srvErr)
 	}
 	for _, r := range []struct {
-		out *bytes.Buffer
+		out string
 		res *perfResult
-	}{{&cout, &client}, {&sout, &server}} {
-		if err := json.Unmarshal(r.out.Bytes(), r.res); err != nil {
-			t.Fatalf("iwarp-perf -j output %q: %v", r.out.String(), err)
+	}{{cout, &client}, {sout, &server}} {
+		if err := json.Unmarshal([]byte(r.out), r.res); err != nil {
+			t.Fatalf("iwarp-perf -j output %q: %v", r.out, err)
 		}
 	}
 	return client, server
@@ -200,4 +191,112 @@ func TestPerf(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// perfRequest is the private data of iwarp-perf's MPA Request for
+// connection index of a run of qps Read bandwidth connections of size
+// octets (cmd/iwarp-perf/pdata.go).
+func perfRequest(size, iters uint32, qps, index uint16) []byte {
+	b := make([]byte, 40)
+	copy(b, "IWPF")
+	b[4] = 1 // version
+	b[5] = 1 // read
+	be := binary.BigEndian
+	be.PutUint32(b[8:], size)
+	be.PutUint32(b[12:], iters)
+	be.PutUint16(b[16:], qps)
+	be.PutUint16(b[18:], index)
+	return b
+}
+
+// TestPerfFirstConnectionAlone: iwarp-perf's client dials connection 0
+// alone and the others once it is connected. A listener of the test
+// rejects every request; the client of a 3-connection run must have sent
+// one, for connection 0, and nothing more.
+//
+// Dialed at once, the connections of a client that started while the
+// server was coming up could straddle its listen: some refused, some
+// accepted. The client gave up and closed those, which ended the server's
+// one run, and every later attempt was refused: TestPerf's client, which
+// then retried on "refused" for 150 s, failed so now and then.
+func TestPerfFirstConnectionAlone(t *testing.T) {
+	tp := newTopology(t)
+	linkUp(t, tp, 0)
+	const port = 18680
+	e := newRdmaEnd(t, tp.B, 4096, 0)
+	var l *userlib.Listener
+	if err := RunInNetns(tp.B, func() (err error) {
+		l, err = e.ctx.Listen(netip.AddrPortFrom(netip.IPv4Unspecified(), port), 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cli := startIn(t, tp.A, time.Minute, perfBin(t), "-p", fmt.Sprint(port), "--timeout", "30s",
+		"-t", "read", "-s", "4K", "-n", "10", "-q", "3", TopoB4)
+	// The client exits only once each connection it dialed is answered:
+	// every request it sent is seen here before it is done.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-cli.done
+		cancel()
+	}()
+	var seen []int
+	for {
+		cr, err := l.Accept(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		idx := -1
+		if len(cr.PrivateData) >= 20 {
+			idx = int(binary.BigEndian.Uint16(cr.PrivateData[18:]))
+		}
+		seen = append(seen, idx)
+		if err := cr.Reject([]byte("not now")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := cli.wait()
+	if err == nil || !strings.Contains(err.Error(), `the server rejected connection 0: "not now"`) {
+		t.Fatalf("client: %v, want connection 0 rejected", err)
+	}
+	if !slices.Equal(seen, []int{0}) {
+		t.Fatalf("requests for connections %v, want only connection 0's", seen)
+	}
+}
+
+// TestPerfAbandonedRun: a client that connects the first of its three
+// connections and then goes away ends the server's run; the server says
+// why (the connection's failure), not that its wait for the next request
+// was cancelled ("accept: context canceled" was all it said).
+func TestPerfAbandonedRun(t *testing.T) {
+	tp := newTopology(t)
+	linkUp(t, tp, 0)
+	const port = 18681
+	srv := startIn(t, tp.B, time.Minute, perfBin(t), "-p", fmt.Sprint(port), "--timeout", "30s")
+	waitListen(t, tp.B, port, listenTimeout, srv)
+	e := newRdmaEnd(t, tp.A, 4096, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := RunInNetns(tp.A, func() error {
+		_, err := e.qp.Dial(ctx, netip.AddrPortFrom(netip.MustParseAddr(TopoB4), port),
+			&userlib.ConnParams{PrivateData: perfRequest(4096, 10, 3, 0), ORD: 1})
+		return err
+	}); err != nil {
+		t.Fatalf("connection 0 of 3: %v", err)
+	}
+	e.ctx.Close() // what the client did when connection 1 was refused
+	_, err := srv.wait()
+	if err == nil {
+		t.Fatal("the server reported success for a run of 1 of 3 connections")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "context canceled") || !strings.Contains(msg, "connection 0 from "+TopoA4) ||
+		!strings.Contains(msg, "the run ended with 1 of its 3 connections") {
+		t.Fatalf("server: %v\nwant connection 0's failure", err)
+	}
+	t.Logf("server: %v", err)
 }
