@@ -31,24 +31,46 @@ func u32(v uint32) []byte {
 	return b
 }
 
-// rawRequest sends cmd with attrs from netns and returns the kernel's
-// errno and extack message.
-func rawRequest(t *testing.T, netns string, cmd uint8, attrs ...rawAttr) (syscall.Errno, string) {
+// replyAttrs collects the attributes of a reply's messages (copies).
+func replyAttrs(msgs []genetlink.Message) (map[uint16][]byte, error) {
+	r := map[uint16][]byte{}
+	for _, m := range msgs {
+		ad, err := netlink.NewAttributeDecoder(m.Data)
+		if err != nil {
+			return nil, err
+		}
+		for ad.Next() {
+			r[ad.Type()] = append([]byte(nil), ad.Bytes()...)
+		}
+	}
+	return r, nil
+}
+
+// rawDial opens a generic netlink socket in netns and resolves the family.
+func rawDial(t *testing.T, ns string) (*genetlink.Conn, uint16) {
 	t.Helper()
-	f, err := os.Open("/run/netns/" + netns)
+	f, err := os.Open("/run/netns/" + ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	conn, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: int(f.Fd())})
+	c, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: int(f.Fd())})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fam, err := c.GetFamily(netlinkproto.FamilyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, fam.ID
+}
+
+// rawRequest sends cmd with attrs from netns and returns the kernel's
+// errno and extack message.
+func rawRequest(t *testing.T, netns string, cmd uint8, attrs ...rawAttr) (syscall.Errno, string) {
+	t.Helper()
+	conn, fam := rawDial(t, netns)
 	defer conn.Close()
-	fam, err := conn.GetFamily(netlinkproto.FamilyName)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var data []byte
 	for _, a := range attrs {
 		ae := netlink.NewAttributeEncoder()
@@ -59,10 +81,10 @@ func rawRequest(t *testing.T, netns string, cmd uint8, attrs ...rawAttr) (syscal
 		}
 		data = append(data, b...)
 	}
-	_, err = conn.Execute(genetlink.Message{
+	_, err := conn.Execute(genetlink.Message{
 		Header: genetlink.Header{Command: cmd, Version: netlinkproto.FamilyVersion},
 		Data:   data,
-	}, fam.ID, netlink.Request|netlink.Acknowledge)
+	}, fam, netlink.Request|netlink.Acknowledge)
 	if err == nil {
 		return 0, ""
 	}

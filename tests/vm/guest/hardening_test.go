@@ -303,24 +303,6 @@ func openRawCtx(t *testing.T, ns string) *rawCtx {
 	return r
 }
 
-func rawDial(t *testing.T, ns string) (*genetlink.Conn, uint16) {
-	t.Helper()
-	f, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c, err := genetlink.Dial(&netlink.Config{Strict: true, NetNS: int(f.Fd())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fam, err := c.GetFamily(netlinkproto.FamilyName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, fam.ID
-}
-
 // do sends cmd on c with the context's fd and attrs (flags: Acknowledge for
 // commands without a reply); it returns the reply's attributes, or the
 // errno.
@@ -347,17 +329,7 @@ func (r *rawCtx) do(c *genetlink.Conn, fam uint16, cmd uint8, flags netlink.Head
 		}
 		return nil, err
 	}
-	out := map[uint16][]byte{}
-	for _, m := range msgs {
-		ad, err := netlink.NewAttributeDecoder(m.Data)
-		if err != nil {
-			return nil, err
-		}
-		for ad.Next() {
-			out[ad.Type()] = ad.Bytes()
-		}
-	}
-	return out, nil
+	return replyAttrs(msgs)
 }
 
 func (r *rawCtx) listen(c *genetlink.Conn, fam uint16, addr netip.AddrPort) (uint32, error) {

@@ -138,17 +138,7 @@ func (c *mlConn) do(cmd uint8, attrs ...rawAttr) (map[uint16][]byte, error) {
 		}
 		return nil, err
 	}
-	r := map[uint16][]byte{}
-	for _, m := range msgs {
-		ad, err := netlink.NewAttributeDecoder(m.Data)
-		if err != nil {
-			return nil, err
-		}
-		for ad.Next() {
-			r[ad.Type()] = append([]byte(nil), ad.Bytes()...)
-		}
-	}
-	return r, nil
+	return replyAttrs(msgs)
 }
 
 func mlU32(r map[uint16][]byte, typ uint16) uint32 {

@@ -75,17 +75,7 @@ func resdumpChild() error {
 		if err != nil {
 			return nil, fmt.Errorf("command %d: %w", cmd, err)
 		}
-		r := map[uint16][]byte{}
-		for _, m := range msgs {
-			ad, err := netlink.NewAttributeDecoder(m.Data)
-			if err != nil {
-				return nil, err
-			}
-			for ad.Next() {
-				r[ad.Type()] = append([]byte(nil), ad.Bytes()...)
-			}
-		}
-		return r, nil
+		return replyAttrs(msgs)
 	}
 	get := func(r map[uint16][]byte, typ uint16) uint32 { return binary.LittleEndian.Uint32(r[typ]) }
 	mem, err := unix.Mmap(-1, 0, resdumpMRs*vbPageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -216,9 +206,9 @@ type resdumpJSON struct {
 	State     string   `json:"state"`
 }
 
-// resdumpShow runs `iwarpctl -j OBJECT show` (as uid, unless it is 0) and
-// returns the objects of pid.
-func resdumpShow(t *testing.T, netns string, uid int, object string, pid uint32) []resdumpJSON {
+// showAs runs `iwarpctl -j OBJECT show` in netns, as uid unless it is 0,
+// and decodes the list it prints.
+func showAs[T any](t *testing.T, netns string, uid int, object string) []T {
 	t.Helper()
 	var out, errs string
 	var code int
@@ -227,10 +217,18 @@ func resdumpShow(t *testing.T, netns string, uid int, object string, pid uint32)
 	} else {
 		out, errs, code = iwarpctl(t, netns, "-j", object, "show")
 	}
-	var all []resdumpJSON
+	var all []T
 	if code != 0 || json.Unmarshal([]byte(out), &all) != nil || all == nil {
-		t.Fatalf("%s show: exit %d: %q %q", object, code, out, errs)
+		t.Fatalf("uid %d: %s show: exit %d: %q %q", uid, object, code, out, errs)
 	}
+	return all
+}
+
+// resdumpShow runs `iwarpctl -j OBJECT show` (as uid, unless it is 0) and
+// returns the objects of pid.
+func resdumpShow(t *testing.T, netns string, uid int, object string, pid uint32) []resdumpJSON {
+	t.Helper()
+	all := showAs[resdumpJSON](t, netns, uid, object)
 	var mine []resdumpJSON
 	for _, o := range all {
 		if o.PID == pid {

@@ -185,18 +185,7 @@ func (o secObj) pid() uint32 {
 // secShow runs `iwarpctl -j OBJECT show` in ns, as uid unless it is 0.
 func secShow(t *testing.T, ns string, uid int, object string) []secObj {
 	t.Helper()
-	var out, errs string
-	var code int
-	if uid != 0 {
-		out, errs, code = iwarpctlAs(t, ns, uid, "-j", object, "show")
-	} else {
-		out, errs, code = iwarpctl(t, ns, "-j", object, "show")
-	}
-	var objs []secObj
-	if code != 0 || json.Unmarshal([]byte(out), &objs) != nil || objs == nil {
-		t.Fatalf("uid %d: %s show: exit %d: %q %q", uid, object, code, out, errs)
-	}
-	return objs
+	return showAs[secObj](t, ns, uid, object)
 }
 
 // ofPID returns the objects owned by pid.
