@@ -13,7 +13,7 @@ GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
 .PHONY: all help deps kmod kmod-debug go opcheck generate check-generated test test-host \
-	test-proto fuzz demo bench sparse checkpatch vet clean
+	test-proto fuzz demo bench sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug
 
 all: kmod go opcheck
 
@@ -23,6 +23,7 @@ help:
 	@echo "make demo       boot a guest and show iwarp at work"
 	@echo "make bench      iwarp against siw and raw TCP in one guest (BENCH_FLAGS=-quick for a short run)"
 	@echo "make test       all tests: C protocol tests, Go host tests, VM tests"
+	@echo "make test-debug the VM tests on a debug kernel (KASAN, lockdep, kmemleak...; built once, ~1 h)"
 	@echo "make test-proto the C protocol tests only"
 	@echo "make fuzz       libFuzzer targets (FUZZ_TIME=seconds per target)"
 	@echo "make sparse     sparse (C=2) over the module"
@@ -87,6 +88,26 @@ test: deps
 	$(MAKE) -C tests/proto fuzz-smoke
 	$(MAKE) vet check-generated
 	IWARP_VM_REQUIRED=1 $(GO) test -count=1 -timeout 60m ./...
+
+# The debug guest kernel (tests/vm/debug-kernel.config, scripts/kdebug.sh),
+# cached outside the clone; iwarp.ko built against it into
+# build/iwarp-kdebug.ko and build/iwarp-kdebug-debug.ko; the VM suite on it.
+# Not part of `make test` (too slow for CI): run it before a kmod change is
+# called done (tests/vm/README.md, "Debug kernel").
+KDEBUG_VM_TIMEOUT ?= 170m
+KDEBUG_GO_TIMEOUT ?= 180m
+
+kdebug-kernel:
+	@sh scripts/deps.sh kdebug
+	@sh scripts/kdebug.sh kernel >/dev/null
+
+kmod-kdebug: kdebug-kernel
+	@sh scripts/kdebug.sh kmod
+
+test-debug: kmod-kdebug go opcheck
+	IWARP_VM_KERNEL_DIR=$$(sh scripts/kdebug.sh dir) IWARP_VM_REQUIRED=1 \
+		IWARP_VM_TIMEOUT=$(KDEBUG_VM_TIMEOUT) \
+		$(GO) test -count=1 -timeout $(KDEBUG_GO_TIMEOUT) ./tests/vm/
 
 demo: deps
 	$(MAKE) all

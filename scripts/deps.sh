@@ -5,6 +5,8 @@
 # toolchains and checkers, and the interop peers the guest tests run (siw's
 # userspace, rping, perftest, tshark, iperf3, sockperf). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
+# `deps.sh kdebug` adds what building the debug guest kernel needs
+# (scripts/kdebug.sh, make test-debug).
 set -eu
 
 PKGS="
@@ -34,6 +36,14 @@ sparse
 tshark
 xz-utils
 "
+if [ "${1:-}" = kdebug ]; then
+	PKGS="$PKGS
+bison
+flex
+libelf-dev
+libssl-dev
+"
+fi
 
 missing=""
 for p in $PKGS; do

@@ -25,6 +25,10 @@ var dmesgBad = []string{
 	"slab-out-of-bounds",
 	"use-after-free",
 	"unreferenced object",
+	"suspected memory leak",                // kmemleak's summary of a scan
+	"Kernel memory leak detector disabled", // kmemleak gave up: leaks go unseen
+	"Memory pool empty",                    // kmemleak is about to give up
+	"trying to register non-static key",    // lockdep: a lock without a class
 	"iwarp: leak",
 	"hung_task",
 	"blocked for more than",
@@ -37,11 +41,21 @@ var dmesgBad = []string{
 
 // dmesgHarmless are substrings of lines that never fail a run, even when
 // they would match dmesgBad: what loading an unsigned out-of-tree module
-// prints, and the iWARP port mapper's complaint when no iwpmd runs.
+// prints, the iWARP port mapper's complaint when no iwpmd runs, and the
+// debug kernel's boot messages that name its checkers.
 var dmesgHarmless = []string{
 	"loading out-of-tree module taints kernel",
 	"module verification failed",
 	"iwpm_register_pid",
+	// The debug kernel's boot: its command line (it sets
+	// hung_task_timeout_secs), RCU's debug banner, debugobjects
+	// ("ODEBUG:" contains "BUG:"; its reports of misused objects do
+	// fail the run).
+	"Command line: ",
+	"Kernel command line: ",
+	"RCU callback double-/use-after-free debug is enabled",
+	"ODEBUG: selftest passed",
+	"active objects replaced",
 }
 
 // CheckDmesg returns the lines of a kernel log that make a run fail:

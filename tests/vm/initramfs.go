@@ -19,7 +19,8 @@ import (
 
 // bootModules are the modules /init loads to mount the host's root over
 // virtio-9p, named as in modules.dep (without directory and suffix).
-// Their dependencies are added from modules.dep.
+// Their dependencies are added from modules.dep; those built into the
+// kernel (modules.builtin, as in the debug kernel) are left out.
 var bootModules = []string{
 	"virtio_pci", "virtio_pci_modern_dev", "virtio_pci_legacy_dev",
 	"virtio", "virtio_ring", "9pnet", "9pnet_virtio", "netfs", "fscache", "9p",
@@ -35,8 +36,9 @@ var busyboxApplets = []string{
 // directory) to its dependencies, in the order modprobe loads them last
 // first.
 type moduleDeps struct {
-	deps   map[string][]string
-	byName map[string]string // module name to path
+	deps    map[string][]string
+	byName  map[string]string // module name to path
+	builtin map[string]bool   // names of modules built into the kernel
 }
 
 // modName turns kernel/net/9p/9pnet_virtio.ko.xz into 9pnet_virtio.
@@ -54,11 +56,31 @@ func readModuleDeps(kver string) (*moduleDeps, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return parseModuleDeps(f)
+	md, err := parseModuleDeps(f)
+	if err != nil {
+		return nil, err
+	}
+	// modules.builtin lists the modules built into the kernel, one path a
+	// line; Debian's kernel has one too.
+	if b, err := os.ReadFile(filepath.Join(moduleDir(kver), "modules.builtin")); err == nil {
+		md.addBuiltin(string(b))
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	}
+	return md, nil
+}
+
+// addBuiltin records the modules of a modules.builtin file.
+func (md *moduleDeps) addBuiltin(list string) {
+	for _, l := range strings.Split(list, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			md.builtin[modName(l)] = true
+		}
+	}
 }
 
 func parseModuleDeps(r io.Reader) (*moduleDeps, error) {
-	md := &moduleDeps{deps: map[string][]string{}, byName: map[string]string{}}
+	md := &moduleDeps{deps: map[string][]string{}, byName: map[string]string{}, builtin: map[string]bool{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -73,7 +95,8 @@ func parseModuleDeps(r io.Reader) (*moduleDeps, error) {
 }
 
 // loadOrder returns the module paths needed for names, each after all of
-// its dependencies, without duplicates.
+// its dependencies, without duplicates. Names built into the kernel need
+// nothing.
 func (md *moduleDeps) loadOrder(names []string) ([]string, error) {
 	var order []string
 	seen := map[string]bool{}
@@ -101,9 +124,13 @@ func (md *moduleDeps) loadOrder(names []string) ([]string, error) {
 		return nil
 	}
 	for _, n := range names {
-		mod, ok := md.byName[strings.ReplaceAll(n, "-", "_")]
+		n = strings.ReplaceAll(n, "-", "_")
+		mod, ok := md.byName[n]
+		if !ok && md.builtin[n] {
+			continue
+		}
 		if !ok {
-			return nil, fmt.Errorf("vm: module %s not in modules.dep", n)
+			return nil, fmt.Errorf("vm: module %s neither in modules.dep nor built in", n)
 		}
 		if err := visit(mod, 0); err != nil {
 			return nil, err
@@ -164,10 +191,12 @@ done
 
 OUT=
 REPO=
+KMODS=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	iwarpvm.out=*) OUT="${arg#iwarpvm.out=}" ;;
 	iwarpvm.repo=*) REPO="${arg#iwarpvm.repo=}" ;;
+	iwarpvm.kmods=*) KMODS="${arg#iwarpvm.kmods=}" ;;
 	esac
 done
 [ -n "$OUT" ] || die "no iwarpvm.out= on the kernel command line"
@@ -175,6 +204,15 @@ done
 opts=trans=virtio,version=9p2000.L,msize=262144
 mkdir -p /host
 mount -t 9p -o "$opts,ro,cache=loose" hostroot /host || die "mounting the host root over 9p failed"
+# A kernel built outside Debian's packages (the debug kernel) brings its
+# modules in the share "kmods": they replace the host's /lib/modules, so
+# the host's modprobe in the chroot finds them.
+if [ -n "$KMODS" ]; then
+	mount -t tmpfs -o mode=755 tmpfs /host/lib/modules || die "mount tmpfs /host/lib/modules"
+	mkdir -p "/host/lib/modules/$KMODS"
+	mount -t 9p -o "$opts,ro" kmods "/host/lib/modules/$KMODS" || die "mounting the kernel's modules over 9p failed"
+	[ -f "/host/lib/modules/$KMODS/modules.dep" ] || die "no modules.dep under /host/lib/modules/$KMODS"
+fi
 mount -t proc proc /host/proc || die "mount /host/proc"
 mount -t sysfs sysfs /host/sys || die "mount /host/sys"
 mount -t devtmpfs devtmpfs /host/dev || die "mount /host/dev"
@@ -208,6 +246,17 @@ hostname iwarp-vm
 cat /dev/kmsg > "/host$OUT/kmsg.txt" &
 chroot /host /bin/sh "$OUT/run.sh" > "/host$OUT/console.log" 2>&1 </dev/null
 rc=$?
+# A kernel with kmemleak (the debug kernel): two scans after the run; an
+# object is reported once it is older than 5 s, unchanged since the
+# previous scan and unreferenced. With kmemleak.verbose=1 each report is
+# in the kernel log too.
+KML=/host/sys/kernel/debug/kmemleak
+if [ -e "$KML" ]; then
+	echo scan > "$KML"
+	sleep 6
+	echo scan > "$KML"
+	cat "$KML" > "/host$OUT/kmemleak.txt"
+fi
 dmesg > "/host$OUT/dmesg.txt"
 echo "$rc" > "/host$OUT/rc"
 sync

@@ -55,6 +55,16 @@ func isRepo(dir string) bool {
 // KernelVersion returns the guest kernel version: $IWARP_KVER if set, else
 // the output of scripts/kver.sh.
 func KernelVersion() (string, error) {
+	ck, err := customKernel()
+	if err != nil {
+		return "", err
+	}
+	if ck != nil {
+		if v := os.Getenv("IWARP_KVER"); v != "" && v != ck.Release {
+			return "", fmt.Errorf("vm: IWARP_KVER=%s, but %s=%s holds %s", v, kernelDirEnv, ck.Dir, ck.Release)
+		}
+		return ck.Release, nil
+	}
 	if v := os.Getenv("IWARP_KVER"); v != "" {
 		return v, nil
 	}
@@ -76,12 +86,112 @@ func KernelVersion() (string, error) {
 	return v, nil
 }
 
-// kernelImage is the bzImage the guest boots.
-func kernelImage(kver string) string { return "/boot/vmlinuz-" + kver }
+// kernelDirEnv names the variable that selects a guest kernel built
+// outside Debian's packages: the directory scripts/kdebug.sh builds and
+// prints (the debug kernel of `make test-debug`). It holds bzImage,
+// kernel.release, mod/lib/modules/<release>/ (modules_install), src/ (the
+// built tree, for out-of-tree modules), config and the stamp ok.
+const kernelDirEnv = "IWARP_VM_KERNEL_DIR"
 
-// moduleDir is where the guest kernel's modules live, on the host and, as
-// the guest sees the host's root, in the guest too.
-func moduleDir(kver string) string { return "/lib/modules/" + kver }
+// builtKernel is a kernel from $IWARP_VM_KERNEL_DIR.
+type builtKernel struct {
+	Dir     string // absolute
+	Release string // its `uname -r`
+	Config  string // its .config
+}
+
+// customKernel returns the kernel $IWARP_VM_KERNEL_DIR names, nil if the
+// variable is unset, or why that directory holds no usable kernel.
+func customKernel() (*builtKernel, error) {
+	dir := os.Getenv(kernelDirEnv)
+	if dir == "" {
+		return nil, nil
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ok")); err != nil {
+		return nil, fmt.Errorf("vm: %s=%s: no finished kernel build there (make kdebug-kernel): %w", kernelDirEnv, dir, err)
+	}
+	rel, err := os.ReadFile(filepath.Join(dir, "kernel.release"))
+	if err != nil {
+		return nil, fmt.Errorf("vm: %s: %w", kernelDirEnv, err)
+	}
+	ck := &builtKernel{Dir: dir, Release: strings.TrimSpace(string(rel))}
+	if ck.Release == "" || strings.ContainsAny(ck.Release, " /\n,") {
+		return nil, fmt.Errorf("vm: %s: bad kernel.release %q", kernelDirEnv, ck.Release)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(dir, "config"))
+	ck.Config = string(cfg)
+	return ck, nil
+}
+
+// customFor returns the kernel of $IWARP_VM_KERNEL_DIR if it is kver.
+func customFor(kver string) *builtKernel {
+	ck, err := customKernel()
+	if err != nil || ck == nil || ck.Release != kver {
+		return nil
+	}
+	return ck
+}
+
+// has reports whether the kernel's config sets sym (CONFIG_X) to y.
+func (ck *builtKernel) has(sym string) bool {
+	for _, l := range strings.Split(ck.Config, "\n") {
+		if l == sym+"=y" {
+			return true
+		}
+	}
+	return false
+}
+
+// iwarpModules returns the iwarp.ko builds for kver: build/iwarp.ko and
+// build/iwarp-debug.ko for Debian's kernel, build/iwarp-kdebug.ko and
+// build/iwarp-kdebug-debug.ko (make kmod-kdebug) for a custom kernel.
+func iwarpModules(repo, kver string) (ko, koDebug string) {
+	name := "iwarp"
+	if customFor(kver) != nil {
+		name = "iwarp-kdebug"
+	}
+	return filepath.Join(repo, "build", name+".ko"), filepath.Join(repo, "build", name+"-debug.ko")
+}
+
+// kernelImage is the bzImage the guest boots, Debian's or that of a kernel
+// from $IWARP_VM_KERNEL_DIR.
+func kernelImage(kver string) string {
+	if ck := customFor(kver); ck != nil {
+		return filepath.Join(ck.Dir, "bzImage")
+	}
+	return "/boot/vmlinuz-" + kver
+}
+
+// moduleDir is where the guest kernel's modules live on the host. The
+// guest sees them at /lib/modules/kver: Debian's through the host's root,
+// a custom kernel's mounted there by /init (share "kmods").
+func moduleDir(kver string) string {
+	if ck := customFor(kver); ck != nil {
+		return filepath.Join(ck.Dir, "mod", "lib", "modules", kver)
+	}
+	return "/lib/modules/" + kver
+}
+
+// kernelBuildDir is the tree out-of-tree modules (siw) build against.
+func kernelBuildDir(kver string) string {
+	if ck := customFor(kver); ck != nil {
+		return filepath.Join(ck.Dir, "src")
+	}
+	return filepath.Join(moduleDir(kver), "build")
+}
+
+// kernelCacheDir is where what is built for kver (siw) is cached: the
+// shared cache, or a custom kernel's own directory, which goes with it.
+func kernelCacheDir(kver string) (string, error) {
+	if ck := customFor(kver); ck != nil {
+		return ck.Dir, nil
+	}
+	return cacheDir()
+}
 
 // cacheDir returns $XDG_CACHE_HOME/iwarp-vm or ~/.cache/iwarp-vm, created.
 func cacheDir() (string, error) {
@@ -124,6 +234,12 @@ func writeAtomic(path string, data []byte, perm os.FileMode) error {
 // when extraction fails. The second result explains a fallback.
 func bootKernel(kver string) (path string, fallback error) {
 	img := kernelImage(kver)
+	if customFor(kver) != nil {
+		// Built here with KASAN: the bzImage itself, as the PVH entry
+		// of its vmlinux cannot run KASAN-instrumented code that early.
+		_, err := os.Stat(img)
+		return img, err
+	}
 	st, err := os.Stat(img)
 	if err != nil {
 		return img, err

@@ -76,10 +76,11 @@ func siwSourceTarball(kver string) (tarball, top string, err error) {
 }
 
 // BuildSiw returns the path of siw.ko for every variant of SiwVariants,
-// built against /lib/modules/kver/build from the kernel source tarball.
-// Modules are cached (cacheDir) under the kernel version, the tarball's
-// mtime and size and the variant's edits, so a later call with nothing
-// changed builds nothing. Missing variants are built in parallel.
+// built against /lib/modules/kver/build (a custom kernel's own tree, see
+// kernelBuildDir) from the kernel source tarball. Modules are cached
+// (kernelCacheDir) under the kernel version, the tarball's mtime and size
+// and the variant's edits, so a later call with nothing changed builds
+// nothing. Missing variants are built in parallel.
 func BuildSiw(kver string) (map[string]string, error) {
 	tarball, top, err := siwSourceTarball(kver)
 	if err != nil {
@@ -89,11 +90,11 @@ func BuildSiw(kver string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vm: siw source: %w (install linux-source-6.1)", err)
 	}
-	kdir := filepath.Join(moduleDir(kver), "build")
+	kdir := kernelBuildDir(kver)
 	if _, err := os.Stat(filepath.Join(kdir, "Makefile")); err != nil {
 		return nil, fmt.Errorf("vm: siw: kernel headers: %w (install linux-headers-amd64)", err)
 	}
-	cache, err := cacheDir()
+	cache, err := kernelCacheDir(kver)
 	if err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func TestBuildSiw(t *testing.T) {
 	if _, err := os.Stat(tarball); err != nil {
 		t.Skip(err)
 	}
-	if _, err := os.Stat(moduleDir(kver) + "/build/Makefile"); err != nil {
+	if _, err := os.Stat(kernelBuildDir(kver) + "/Makefile"); err != nil {
 		t.Skip(err)
 	}
 	paths, err := BuildSiw(kver)

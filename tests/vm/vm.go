@@ -43,8 +43,8 @@ type Config struct {
 	// Timeout bounds the whole boot; QEMU is killed when it expires.
 	// Zero means 10 minutes.
 	Timeout time.Duration
-	// Mem is the guest memory in MiB (default 2048), CPUs the number of
-	// virtual CPUs (default 2).
+	// Mem is the guest memory in MiB (default 2048, 3072 for a kernel with
+	// KASAN), CPUs the number of virtual CPUs (default 2).
 	Mem, CPUs int
 	// Dir is the directory shared read-write with the guest at the same
 	// path. Empty means a new directory under os.TempDir(). It must be
@@ -63,6 +63,7 @@ type Result struct {
 	ExitCode int           // the script's exit code, -1 if it did not finish
 	Output   string        // the script's standard output and error
 	Dmesg    string        // the guest kernel's log
+	Kmemleak string        // /sys/kernel/debug/kmemleak after the run (kernels with kmemleak)
 	Console  string        // the serial console
 	Dir      string        // the shared directory; the caller removes it
 	Elapsed  time.Duration // from starting QEMU to its exit
@@ -78,6 +79,7 @@ const (
 	fileKmsg      = "kmsg.txt"
 	fileSerial    = "serial.txt"
 	fileQEMULog   = "qemu.log"
+	fileKmemleak  = "kmemleak.txt"
 )
 
 func qemuBinary() string {
@@ -99,6 +101,9 @@ func Available() error {
 	}
 	f, err := os.Open(kernelImage(kver))
 	if err != nil {
+		if customFor(kver) != nil {
+			return fmt.Errorf("vm: guest kernel: %w (make kdebug-kernel)", err)
+		}
 		return fmt.Errorf("vm: guest kernel: %w (install linux-image-amd64)", err)
 	}
 	f.Close()
@@ -143,13 +148,49 @@ func runScript(env map[string]string, repo, dir, script string) (string, error) 
 	return b.String(), nil
 }
 
+// kernelExtras returns what a kernel from $IWARP_VM_KERNEL_DIR adds to
+// the kernel command line and to QEMU's: its modules as the share "kmods"
+// (the guest's /init mounts them at /lib/modules/kver), no ACPI interrupt
+// routing under KASAN, the hung task timeout lowered to 30 s where hung
+// tasks are detected, and kmemleak's reports in the kernel log.
+func kernelExtras(kver string) (appendArgs, qemu []string) {
+	ck := customFor(kver)
+	if ck == nil {
+		return nil, nil
+	}
+	appendArgs = []string{"iwarpvm.kmods=" + kver}
+	if ck.has("CONFIG_KASAN") {
+		// Under KASAN and lockdep, ACPI's interpreter runs QEMU's PCI
+		// interrupt routing method (_PRT) into its 30 s loop timeout, once
+		// per virtio device: 90 s of boot. virtio uses MSI-X and needs no
+		// INTx routing.
+		appendArgs = append(appendArgs, "acpi=noirq")
+	}
+	if ck.has("CONFIG_DETECT_HUNG_TASK") {
+		appendArgs = append(appendArgs, "sysctl.kernel.hung_task_timeout_secs="+strconv.Itoa(debugHungTaskSecs))
+	}
+	if ck.has("CONFIG_DEBUG_KMEMLEAK") {
+		appendArgs = append(appendArgs, "kmemleak.verbose=1")
+	}
+	qemu = []string{"-virtfs", "local,path=" + moduleDir(kver) + ",mount_tag=kmods,security_model=none,readonly=on,multidevs=remap"}
+	return appendArgs, qemu
+}
+
+// debugHungTaskSecs is the hung task timeout of a custom kernel's guest:
+// a task stuck in D state shows up within the run.
+const debugHungTaskSecs = 30
+
 // qemuArgs returns QEMU's command line.
-func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel string) []string {
+func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel, kver string) []string {
 	cpu := []string{"-accel", "tcg,thread=multi", "-cpu", "max"}
 	if accel == "kvm" {
 		cpu = []string{"-accel", "kvm", "-cpu", "host"}
 	}
+	kAppend, kQEMU := kernelExtras(kver)
 	appendLine := "console=ttyS0 tsc=reliable panic=-1 quiet iwarpvm.out=" + dir + " iwarpvm.repo=" + repo
+	if len(kAppend) > 0 {
+		appendLine += " " + strings.Join(kAppend, " ")
+	}
 	if cfg.Append != "" {
 		appendLine += " " + cfg.Append
 	}
@@ -166,6 +207,7 @@ func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel string) []string {
 		"-virtfs", "local,path="+dir+",mount_tag=out,security_model=none",
 		"-virtfs", "local,path="+repo+",mount_tag=repo,security_model=none,readonly=on,multidevs=remap",
 	)
+	args = append(args, kQEMU...)
 	return append(args, cfg.QEMUArgs...)
 }
 
@@ -176,6 +218,11 @@ func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel string) []string {
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Mem == 0 {
 		cfg.Mem = 2048
+		if kv, err := KernelVersion(); err == nil {
+			if ck := customFor(kv); ck != nil && ck.has("CONFIG_KASAN") {
+				cfg.Mem = 3072 // KASAN's shadow is an eighth of it
+			}
+		}
 	}
 	if cfg.CPUs == 0 {
 		cfg.CPUs = 2
@@ -220,7 +267,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res := &Result{ExitCode: -1, Dir: dir}
-	for _, f := range []string{fileOutput, fileRC, fileDmesg, fileKmsg, fileSerial} {
+	for _, f := range []string{fileOutput, fileRC, fileDmesg, fileKmsg, fileSerial, fileKmemleak} {
 		os.Remove(filepath.Join(dir, f))
 	}
 
@@ -263,7 +310,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// bootWatchdog never will: QEMU is killed and started again.
 	for attempt := 1; ; attempt++ {
 		qlog.Reset()
-		cmd = exec.CommandContext(ctx, qemuBinary(), qemuArgs(&cfg, kernel, initrd, dir, repo, accel)...)
+		cmd = exec.CommandContext(ctx, qemuBinary(), qemuArgs(&cfg, kernel, initrd, dir, repo, accel, kver)...)
 		cmd.Stdout = &qlog
 		cmd.Stderr = &qlog
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
@@ -298,6 +345,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Output = readString(filepath.Join(dir, fileOutput))
 	res.Console = readString(filepath.Join(dir, fileSerial))
 	res.Dmesg = readString(filepath.Join(dir, fileDmesg))
+	res.Kmemleak = readString(filepath.Join(dir, fileKmemleak))
 	if res.Dmesg == "" {
 		res.Dmesg = kmsgToText(readString(filepath.Join(dir, fileKmsg)))
 	}

@@ -81,6 +81,17 @@ func TestVM(t *testing.T) {
 	if err != nil {
 		t.Fatalf("building siw for the guest: %v", err)
 	}
+	ko, koDebug := iwarpModules(repo, kver)
+	if customFor(kver) != nil {
+		// make test-debug builds these; a stale or missing one would
+		// only fail later, inside the guest.
+		for _, p := range []string{ko, koDebug} {
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("no iwarp.ko for the kernel of %s: %v (make kmod-kdebug)", kernelDirEnv, err)
+			}
+		}
+		t.Logf("guest kernel %s from %s, module %s", kver, os.Getenv(kernelDirEnv), ko)
+	}
 
 	// The guest's own -test.timeout fires first, so a hanging test panics
 	// with every goroutine's stack instead of being killed silently.
@@ -108,8 +119,8 @@ done
 		Dir:     dir,
 		Env: map[string]string{
 			"IWARP_REPO":     repo,
-			"IWARP_KO":       filepath.Join(repo, "build", "iwarp.ko"),
-			"IWARP_KO_DEBUG": filepath.Join(repo, "build", "iwarp-debug.ko"),
+			"IWARP_KO":       ko,
+			"IWARP_KO_DEBUG": koDebug,
 			"IWARPCTL":       filepath.Join(repo, "bin", "iwarpctl"),
 		},
 	}
@@ -147,6 +158,11 @@ done
 	bad := CheckDmesg(res.Dmesg)
 	if len(bad) > 0 {
 		fail("guest kernel log has %d problem line(s):\n  %s", len(bad), strings.Join(bad, "\n  "))
+	}
+	// A kernel with kmemleak: what the scans at the end of the run found
+	// (also in the kernel log, unless it overflowed).
+	if leaks := strings.TrimSpace(res.Kmemleak); leaks != "" {
+		fail("kmemleak reports unreferenced objects:\n%s", Tail(leaks, 200))
 	}
 	if failed {
 		if len(run.Other) > 0 {
@@ -309,6 +325,34 @@ func TestCheckDmesg(t *testing.T) {
 		{"[   60.0] rcu: INFO: rcu_sched self-detected stall on CPU", true},
 		{"[   60.0] rcu: INFO: rcu_preempt self-detected stall on CPU", true},
 		{"[   60.0] Kernel panic - not syncing: Fatal exception", true},
+		// The debug kernel's checkers (make test-debug), as 6.1 prints them.
+		{"[   12.5] WARNING: possible circular locking dependency detected", true},
+		{"[   12.5] WARNING: possible recursive locking detected", true},
+		{"[   12.5] WARNING: inconsistent lock state", true},
+		{"[   12.5] WARNING: suspicious RCU usage", true},
+		{"[   12.5] WARNING: bad unlock balance detected!", true},
+		{"[   12.5] WARNING: held lock freed!", true},
+		{"[   12.5] INFO: trying to register non-static key.", true},
+		{"[   12.5] BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580", true},
+		{"[   12.5] BUG: scheduling while atomic: iwarp_tx/99/0x00000002", true},
+		{"[   12.5] BUG: KASAN: use-after-free in iwarp_qp_put+0x3c/0x90 [iwarp]", true},
+		{"[   12.5] BUG: MAX_LOCKDEP_ENTRIES too low!", true},
+		{"[  301.2] kmemleak: unreferenced object 0xffff888012345600 (size 128):", true},
+		{"[  301.2] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)", true},
+		{"[  301.2] kmemleak: Kernel memory leak detector disabled", true},
+		{"[  301.2] kmemleak: Memory pool empty, consider increasing CONFIG_DEBUG_KMEMLEAK_MEM_POOL_SIZE", true},
+		{"[   12.5] WARNING: CPU: 1 PID: 77 at lib/debugobjects.c:505 debug_print_object+0x1a0/0x2a0", true},
+		{"[   40.1] INFO: task kworker/0:2:88 blocked for more than 30 seconds.", true},
+		{"[    0.0] kmemleak: Kernel memory leak detector initialized (mem pool available: 14860)", false},
+		{"[    0.0] kasan: KernelAddressSanitizer initialized (generic)", false},
+		{"[    0.0] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar", false},
+		{"[    0.9] ODEBUG: selftest passed", false},
+		{"[    0.0] Command line: console=ttyS0 sysctl.kernel.hung_task_timeout_secs=30", false},
+		{"[    0.0] Kernel command line: console=ttyS0 sysctl.kernel.hung_task_timeout_secs=30 kmemleak.verbose=1", false},
+		{"[    2.3] rcu: \tRCU callback double-/use-after-free debug is enabled.", false},
+		{"[    0.9] ODEBUG: 452 of 452 active objects replaced", false},
+		{"[   12.5] ODEBUG: free active (active state 0) object: ffff888004a1c0e8 object type: work_struct hint: iwarp_cm_work+0x0/0x90 [iwarp]", true},
+		{"[   12.5] ODEBUG: Out of memory. ODEBUG disabled", true},
 	} {
 		got := CheckDmesg("[    0.1] fine\n" + c.line + "\n")
 		if c.bad && !slices.Equal(got, []string{c.line}) || !c.bad && len(got) != 0 {
@@ -427,6 +471,17 @@ kernel/drivers/net/net-failover.ko:
 	}
 	if _, err := md.loadOrder([]string{"nope"}); err == nil {
 		t.Error("unknown module accepted")
+	}
+	// Built-in modules (the debug kernel's virtio and 9p) need no loading.
+	md.addBuiltin("kernel/drivers/virtio/virtio_pci.ko\nkernel/fs/netfs/netfs.ko\n")
+	got, err = md.loadOrder([]string{"virtio_pci", "9pnet_virtio"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"kernel/net/9p/9pnet.ko", "kernel/drivers/virtio/virtio_ring.ko",
+		"kernel/drivers/virtio/virtio.ko", "kernel/net/9p/9pnet_virtio.ko"}
+	if !slices.Equal(got, want) {
+		t.Errorf("load order with built-ins\n%q\nwant\n%q", got, want)
 	}
 
 	// The guest kernel's own modules.dep, when installed.
@@ -581,6 +636,13 @@ func TestBootKernel(t *testing.T) {
 	p, err := bootKernel(kver)
 	if err != nil {
 		t.Fatalf("no vmlinux extracted, would boot %s: %v", p, err)
+	}
+	if customFor(kver) != nil {
+		// A kernel built here (KASAN) boots its bzImage.
+		if p != kernelImage(kver) {
+			t.Fatalf("boot kernel %s, want %s", p, kernelImage(kver))
+		}
+		return
 	}
 	if p == kernelImage(kver) || isELF(p) != nil {
 		t.Fatalf("boot kernel %s is not an extracted ELF image", p)

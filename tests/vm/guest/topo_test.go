@@ -87,7 +87,10 @@ func newTopology(t *testing.T) *Topology {
 // configureSide brings lo and dev up in a namespace and gives dev its
 // addresses, the IPv6 one without duplicate address detection.
 func configureSide(ns netns.NsHandle, dev, a4, a6 string) error {
-	h, err := netlink.NewHandleAt(ns)
+	// rtnetlink only: without a family list the handle also opens xfrm
+	// and netfilter sockets, which a kernel without netfilter (the debug
+	// kernel) refuses.
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return err
 	}
