@@ -460,6 +460,7 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 {
 	struct socket *sock;
 	unsigned long flags;
+	bool setup_works;
 
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->closing) {
@@ -469,6 +470,14 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	conn->closing = true;
 	conn->state = IWARP_CM_STATE_CLOSING;
 	sock = conn->sock;		/* set under conn->lock (cm_mpa.c) */
+	/*
+	 * cm_work and linger_work are queued only once a connection is
+	 * published (a listener: hooked, which may come first). One that
+	 * never was (the accept loop's failures, closed from the listener's
+	 * cm_work) has none to wait for, and waiting on another connection's
+	 * cm_work from our own would look like recursion to lockdep.
+	 */
+	setup_works = conn->published || conn->kind == IWARP_CM_KIND_LISTENER;
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	if (sock && conn->kind != IWARP_CM_KIND_LISTENER) {
@@ -477,10 +486,12 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		/* wakes a blocked connect, MPA read or Reply write */
 		kernel_sock_shutdown(sock, SHUT_RDWR);
 	}
-	iwarp_conn_cancel(conn, &conn->cm_work);
-	if (current_work() != &conn->linger_work.work &&
-	    cancel_delayed_work_sync(&conn->linger_work))
-		iwarp_conn_put(conn);
+	if (setup_works) {
+		iwarp_conn_cancel(conn, &conn->cm_work);
+		if (current_work() != &conn->linger_work.work &&
+		    cancel_delayed_work_sync(&conn->linger_work))
+			iwarp_conn_put(conn);
+	}
 	/* An accept or reject in progress ends (it finds closing set). */
 	mutex_lock(&conn->cm_lock);
 	if (sock) {
