@@ -171,7 +171,7 @@ func (sc *serverConn) serveBandwidth(ctx context.Context) error {
 		// from the client's source slot i modulo 2.
 		k := len(sc.data.mem) / s
 		for j := 0; j < k && sc.verr == nil; j++ {
-			i := j + (n-1-j)/k*k
+			i := lastWrite(j, k, n)
 			if err := verify(sc.data.mem[j*s:(j+1)*s], sc.index, i%2); err != nil {
 				sc.verr = fmt.Errorf("write %d: %w", i, err)
 			} else {
@@ -181,3 +181,7 @@ func (sc *serverConn) serveBandwidth(ctx context.Context) error {
 	}
 	return nil
 }
+
+// lastWrite is the last of n Writes that went to target slot j of k: Write
+// i goes to slot i modulo k.
+func lastWrite(j, k, n int) int { return j + (n-1-j)/k*k }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,16 +152,16 @@ var impairments = []impairment{
 	{"mix", []string{"delay", "10ms", "5ms", "loss", "2%", "duplicate", "2%", "reorder", "10%"}},
 }
 
-// setNetem replaces the root qdisc of both veth ends with netem args, or
-// deletes it for none.
+// setNetem makes netem with args the root qdisc of both veth ends, or
+// deletes it for nil.
 func setNetem(t *testing.T, tp *Topology, args []string) {
 	t.Helper()
 	for _, s := range []struct{ ns, dev string }{{tp.A, "va"}, {tp.B, "vb"}} {
 		if args == nil {
-			tp.MustExec(s.ns, "tc", "qdisc", "del", "dev", s.dev, "root")
+			tp.MustExec("", "tc", "-n", s.ns, "qdisc", "del", "dev", s.dev, "root")
 			continue
 		}
-		tp.MustExec(s.ns, append([]string{"tc", "qdisc", "replace", "dev", s.dev, "root", "netem"}, args...)...)
+		tp.MustExec("", append([]string{"tc", "-n", s.ns, "qdisc", "replace", "dev", s.dev, "root", "netem"}, args...)...)
 	}
 }
 
@@ -186,38 +187,48 @@ var mpaSettings = [][]string{
 //     (i + j) mod 4, so each operation meets all four settings and each
 //     impairment three.
 //
-// Each run must verify all its octets; afterwards nothing may be listed,
-// and no link may have counted a CRC error or a Terminate.
+// The three operations of an impairment run at the same time. Each run
+// must verify all its octets; afterwards nothing may be listed, and no
+// link may have counted a CRC error or a Terminate.
 func TestImpairNetem(t *testing.T) {
 	tp := newTopology(t)
 	linkUp(t, tp, 0)
 	ops := []string{"write", "read", "send"}
-	var total int64
+	var total atomic.Int64
 	for i, imp := range impairments {
 		t.Run(imp.name, func(t *testing.T) {
-			setNetem(t, tp, imp.netem)
-			defer setNetem(t, tp, nil)
-			for j, op := range ops {
-				mpa := mpaSettings[(i+j)%len(mpaSettings)]
-				t.Run(op+"/"+strings.Join(mpa, "_"), func(t *testing.T) {
-					args := append([]string{"-t", op, "-s", "64K", "-n", fmt.Sprint(impairMsgs), "--verify"}, mpa...)
-					r := perfRun{srvNS: tp.B, cliNS: tp.A, addr: TopoB4, port: 18800 + 3*i + j, args: args}
-					start := time.Now()
-					cl, sv := r.run(t)
-					total += checkVerified(t, op, cl, sv)
-					t.Logf("netem %s: %s %s: %d octets verified, 0 corrupted, %.2f s (%.3f Gb/s)",
-						strings.Join(imp.netem, " "), op, strings.Join(mpa, " "), verifiedBy(op, cl, sv),
-						time.Since(start).Seconds(), cl.Gbps)
-				})
-			}
-			// The processes exited: nothing of theirs may remain.
-			awaitNothingListed(t, tp.A)
-			awaitNothingListed(t, tp.B)
+			setNetem(t, tp, imp.netem) // replaces the last one
+			// The three operations run at once, each its own server
+			// and client on its own port: they share the impaired
+			// link, and their waits overlap.
+			t.Run("ops", func(t *testing.T) {
+				for j, op := range ops {
+					mpa := mpaSettings[(i+j)%len(mpaSettings)]
+					t.Run(op+"/"+strings.Join(mpa, "_"), func(t *testing.T) {
+						t.Parallel()
+						args := append([]string{"-t", op, "-s", "64K", "-n", fmt.Sprint(impairMsgs), "--verify"}, mpa...)
+						r := perfRun{srvNS: tp.B, cliNS: tp.A, addr: TopoB4, port: 18800 + 3*i + j, args: args}
+						start := time.Now()
+						cl, sv := r.run(t)
+						total.Add(checkVerified(t, op, cl, sv))
+						t.Logf("netem %s: %s %s: %d octets verified, 0 corrupted, %.2f s (%.3f Gb/s)",
+							strings.Join(imp.netem, " "), op, strings.Join(mpa, " "), verifiedBy(op, cl, sv),
+							time.Since(start).Seconds(), cl.Gbps)
+					})
+				}
+			})
 		})
 	}
+	setNetem(t, tp, nil)
+	// The processes exited: nothing of theirs may remain.
+	awaitNothingListed(t, tp.A)
+	awaitNothingListed(t, tp.B)
 	checkLinksClean(t, tp.A)
 	checkLinksClean(t, tp.B)
-	t.Logf("netem matrix: %d octets verified in all, 0 corrupted", total)
+	if total.Load() != int64(len(impairments)*len(ops)*impairMsgs*impairSize) {
+		t.Fatalf("%d octets verified in all", total.Load())
+	}
+	t.Logf("netem matrix: %d octets verified in all, 0 corrupted", total.Load())
 }
 
 // linkStats returns the counters of the one link of netns ns.
