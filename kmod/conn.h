@@ -73,6 +73,8 @@ struct socket;
 #define IWARP_TXBUF_ORDER	5
 #define IWARP_TXBUF_SIZE	(PAGE_SIZE << IWARP_TXBUF_ORDER)
 #define IWARP_TXBUF_CACHE	4	/* transmit buffers kept for reuse */
+/* With CRC, a received FPDU's payload waits here for its CRC (rx.c). */
+#define IWARP_RX_STAGE_SIZE	65536
 
 /* SQ shadow: what the kernel took from a slot, until it completes. */
 struct iwarp_swqe {
@@ -219,6 +221,7 @@ struct iwarp_conn {
 	u32 rqe_len;			/* its buffer space */
 	u32 rq_rcvd;			/* octets placed */
 	u32 rx_mo;
+	u8 *rx_stage;			/* CRC on: the FPDU's payload until checked */
 	u32 rreq_msn;			/* next expected MSN on QN 1 */
 	u32 term_msn;			/* next expected MSN on QN 2 */
 	u32 term_fill;

@@ -6,11 +6,13 @@
  * the resumable FPDU parser (proto/mpa_rx.c). DDP/RDMAP headers are checked
  * at IWP_RX_HDR, before any payload octet is written: tagged segments need
  * a valid STag of the QP's PD with the right access and bounds; untagged
- * Sends a posted receive buffer large enough, at the expected MSN. Payload
- * pieces are copied once, from the skb straight into the pinned pages,
- * with the CRC folded in the same pass. Messages complete at IWP_RX_END,
- * once the CRC is verified. Any violation sends the Terminate the protocol
- * prescribes and moves the QP to error.
+ * Sends a posted receive buffer large enough, at the expected MSN. Without
+ * CRC, payload pieces are copied once, from the skb straight into the
+ * pinned pages. With CRC, nothing of an FPDU is placed before its CRC is
+ * verified (MPA-12, MPA-21): the pieces are gathered in rx_stage and placed
+ * from there at IWP_RX_END, so a corrupted FPDU leaves its target as it
+ * was. Messages complete at IWP_RX_END. Any violation sends the Terminate
+ * the protocol prescribes and moves the QP to error.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -301,21 +303,22 @@ static int iwarp_rx_hdr(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 	}
 }
 
-static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+/* Places @len payload octets at offset @off of the segment in rmsg. */
+static int iwarp_rx_place(struct iwarp_conn *conn, u32 off, const u8 *p, u32 len,
+			  u32 ulpdu_len)
 {
-	u32 off = ev->data_off - conn->rmsg.hdr_len;
 	int err = 0;
 
 	switch (conn->rx_target) {
 	case IWARP_RXT_MR:
 		err = iwarp_mr_xfer(conn->rx_stag, conn->qp->pd, conn->rx_access,
-				    conn->rx_to + off, (void *)ev->data, ev->data_len, true);
+				    conn->rx_to + off, (void *)p, len, true);
 		/* Checked at the header: deregistered or invalidated since. */
 		if (err) {
 			struct iwp_rx_ev hev = {
 				.hdr = conn->mrx.hdr,
 				.hdr_len = conn->rmsg.hdr_len,
-				.ulpdu_len = ev->ulpdu_len,
+				.ulpdu_len = ulpdu_len,
 			};
 
 			return iwarp_rx_violation(conn, &hev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
@@ -323,7 +326,7 @@ static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 		}
 		break;
 	case IWARP_RXT_RQE:
-		err = iwarp_rx_rqe_place(conn, conn->rx_mo + off, ev->data, ev->data_len);
+		err = iwarp_rx_rqe_place(conn, conn->rx_mo + off, p, len);
 		if (err) {
 			/* The receive buffer went away meanwhile: a local error. */
 			iwarp_rx_rqe_end(conn, IWARP_WC_LOC_PROT_ERR);
@@ -336,6 +339,28 @@ static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 		break;	/* no target: the parser still folds it into the CRC */
 	}
 	return 0;
+}
+
+/* Whether the payload of the segment in rmsg waits in rx_stage. */
+static bool iwarp_rx_staging(const struct iwarp_conn *conn)
+{
+	return conn->rx_stage &&
+	       (conn->rx_target == IWARP_RXT_MR || conn->rx_target == IWARP_RXT_RQE);
+}
+
+static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	u32 off = ev->data_off - conn->rmsg.hdr_len;
+
+	if (iwarp_rx_staging(conn)) {
+		/* ULPDU_Length has 16 bits: a payload always fits. */
+		if (off > IWARP_RX_STAGE_SIZE || ev->data_len > IWARP_RX_STAGE_SIZE - off)
+			return iwarp_rx_violation(conn, NULL, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
+						  IWP_LLP_EC_CATASTROPHIC);
+		memcpy(conn->rx_stage + off, ev->data, ev->data_len);
+		return 0;
+	}
+	return iwarp_rx_place(conn, off, ev->data, ev->data_len, ev->ulpdu_len);
 }
 
 /* A Read Request, CRC verified: check the source, queue it for tx.c. */
@@ -510,6 +535,11 @@ static bool iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n)
 			break;
 		case IWP_RX_END:
 			conn->stats.rx_fpdus++;
+			/* CRC checked: what was staged may be placed now. */
+			if (iwarp_rx_staging(conn) && conn->rmsg.payload_len &&
+			    iwarp_rx_place(conn, 0, conn->rx_stage, conn->rmsg.payload_len,
+					   ev.ulpdu_len))
+				return false;
 			if (iwarp_rx_end(conn, &ev))
 				return false;
 			break;

@@ -6,7 +6,8 @@
  * buffer's pages to TCP by reference (sendpage, no second copy), which GSO
  * segments; the next batch is framed after it while an FPDU of the largest
  * size fits, then into another buffer. FPDUs are sized from the
- * socket's MSS (iwp_mulpdu()) so each fits a TCP segment. The copy is what
+ * socket's current MSS (iwp_mulpdu(), read again for each batch: DDP-25)
+ * so each fits a TCP segment. The copy is what
  * makes a work request complete safely once handed to TCP: what TCP may
  * retransmit is the snapshot, never the application's memory.
  *
@@ -20,6 +21,7 @@
 #include <linux/net.h>
 #include <linux/uio.h>
 #include <net/sock.h>
+#include <net/tcp.h>
 
 #include "conn.h"
 #include "cq.h"
@@ -700,11 +702,34 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 	return any;
 }
 
+/*
+ * DDP-25: MULPDU follows the path. FPDUs are sized from TCP's MSS as each
+ * batch starts, before the buffer's room is judged; what is already framed
+ * is never split again. The MSS is brought up to date first, as TCP does
+ * before it sends (tcp_current_mss()): a route or device MTU that changed
+ * since the last send moves it, within the peer's MSS.
+ */
+static void iwarp_tx_mulpdu(struct iwarp_conn *conn)
+{
+	struct sock *sk = conn->sock->sk;
+	struct dst_entry *dst;
+	u32 mss;
+
+	lock_sock(sk);
+	dst = __sk_dst_get(sk);
+	if (dst && dst_mtu(dst) != inet_csk(sk)->icsk_pmtu_cookie)
+		tcp_sync_mss(sk, dst_mtu(dst));
+	mss = tcp_sk(sk)->mss_cache;
+	release_sock(sk);
+	conn->mulpdu = iwp_mulpdu(mss, conn->res.markers_tx);
+}
+
 static void iwarp_tx_run(struct iwarp_conn *conn)
 {
 	int err;
 
 	for (;;) {
+		iwarp_tx_mulpdu(conn);
 		err = iwarp_tx_flush(conn);
 		if (err == -EAGAIN)
 			return;		/* sk_write_space kicks us again */

@@ -35,6 +35,8 @@ func (cc *clientConn) bandwidth(ctx context.Context) error {
 				verr = fmt.Errorf("read %d placed %d octets, want %d", wc.WRID, wc.ByteLen, s)
 			} else if err := verify(sink, cc.index, 0); err != nil {
 				verr = fmt.Errorf("read %d: %w", wc.WRID, err)
+			} else {
+				cc.verified += uint64(s)
 			}
 			clear(sink)
 		}
@@ -46,6 +48,12 @@ func (cc *clientConn) bandwidth(ctx context.Context) error {
 		}
 		cc.reap(wcs, done)
 		return verr
+	}
+	// Write targets: one slot, or with --verify one per message of the
+	// last writeTargets (the server's buffer has them).
+	targets := 1
+	if cfg.test == testWrite && cfg.verify && s > 0 {
+		targets = max(1, min(int(cc.srv.Len)/s, n))
 	}
 	for posted < n {
 		if posted-completed >= depth {
@@ -60,7 +68,7 @@ func (cc *clientConn) bandwidth(ctx context.Context) error {
 			}
 			continue
 		}
-		wr := userlib.SendWR{WRID: uint64(posted), RemoteAddr: cc.srv.Addr, RKey: cc.srv.RKey}
+		wr := userlib.SendWR{WRID: uint64(posted), RemoteAddr: cc.srv.Addr + uint64(posted%targets*s), RKey: cc.srv.RKey}
 		if (posted+1)%k == 0 || posted == n-1 {
 			wr.Flags = userlib.Signaled
 		}
@@ -134,6 +142,8 @@ func (sc *serverConn) serveBandwidth(ctx context.Context) error {
 					sc.verr = fmt.Errorf("connection %d: message %d of %d octets, want %d", sc.index, sc.recvd, wc.ByteLen, s)
 				} else if err := verify(sc.recvSlot(wc), sc.index, sc.recvd%2); err != nil {
 					sc.verr = fmt.Errorf("message %d: %w", sc.recvd, err)
+				} else {
+					sc.verified += uint64(s)
 				}
 			}
 			sc.recvd++
@@ -156,11 +166,22 @@ func (sc *serverConn) serveBandwidth(ctx context.Context) error {
 		}
 		sc.reap(wcs, nil)
 	}
-	if r.Test == testWrite && r.Verify && sc.verr == nil {
-		// The last Write put its source slot there.
-		if err := verify(sc.data.mem[:s], sc.index, (n-1)%2); err != nil {
-			sc.verr = err
+	if r.Test == testWrite && r.Verify && s > 0 {
+		// Slot j holds the last Write i with i = j modulo the slots,
+		// from the client's source slot i modulo 2.
+		k := len(sc.data.mem) / s
+		for j := 0; j < k && sc.verr == nil; j++ {
+			i := lastWrite(j, k, n)
+			if err := verify(sc.data.mem[j*s:(j+1)*s], sc.index, i%2); err != nil {
+				sc.verr = fmt.Errorf("write %d: %w", i, err)
+			} else {
+				sc.verified += uint64(s)
+			}
 		}
 	}
 	return nil
 }
+
+// lastWrite is the last of n Writes that went to target slot j of k: Write
+// i goes to slot i modulo k.
+func lastWrite(j, k, n int) int { return j + (n-1-j)/k*k }

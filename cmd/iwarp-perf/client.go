@@ -101,6 +101,7 @@ func runClient(ctx context.Context, cfg *config) (*result, error) {
 			end = cc.end
 		}
 		samples = append(samples, cc.samples...)
+		res.Verified += cc.verified
 	}
 	res.setTime(end.Sub(start))
 	if cfg.lat {

@@ -25,7 +25,23 @@ const (
 	readDepth  = 16  // IRD/ORD asked for: RDMA Reads in flight
 	ctlRecvs   = 16  // control receives of the client
 	maxRecvMem = 64 << 20
+	// Write bandwidth with --verify: the server's target has up to
+	// writeSlots message slots (at most maxVerifyMem octets), Write i goes
+	// to slot i modulo their number, and the server checks every slot at
+	// the end, so runs of up to writeSlots messages are checked whole.
+	writeSlots   = 16
+	maxVerifyMem = 16 << 20
 )
+
+// writeTargets is the number of target slots of a Write bandwidth run with
+// --verify of n messages of s octets.
+func writeTargets(s, n int) int {
+	k := min(n, writeSlots)
+	if s > 0 {
+		k = min(k, maxVerifyMem/s)
+	}
+	return max(k, 1)
+}
 
 // endpoint is one side of one connection: a QP with its own CQs, a data
 // buffer and receive slots, each registered.
@@ -41,6 +57,8 @@ type endpoint struct {
 	recvP  poller
 	posts  int // receives posted so far
 	ctlOut int // control Sends not yet completed
+	// verified counts the octets this side compared with the pattern.
+	verified uint64
 }
 
 // region is an allocated and registered buffer.

@@ -68,6 +68,7 @@ func (cc *clientConn) writeLat(ctx context.Context) error {
 			if err := verify(dst[:s-1], cc.index, 1); err != nil {
 				return fmt.Errorf("iteration %d: %w", it, err)
 			}
+			cc.verified += uint64(s - 1)
 		}
 	}
 	return nil
@@ -84,6 +85,8 @@ func (sc *serverConn) serveWriteLat(ctx context.Context) error {
 		if sc.req.Verify && sc.verr == nil {
 			if err := verify(dst[:s-1], sc.index, 0); err != nil {
 				sc.verr = fmt.Errorf("iteration %d: %w", it, err)
+			} else {
+				sc.verified += uint64(s - 1)
 			}
 		}
 		src[s-1] = m
@@ -120,6 +123,7 @@ func (cc *clientConn) sendLat(ctx context.Context) error {
 			} else if err := verify(got, cc.index, 1); err != nil {
 				return fmt.Errorf("iteration %d: %w", it, err)
 			}
+			cc.verified += uint64(s)
 		}
 		if err := cc.postRecv(cc.posts); err != nil {
 			return err
@@ -143,6 +147,8 @@ func (sc *serverConn) serveSendLat(ctx context.Context) error {
 				sc.verr = fmt.Errorf("connection %d: message %d of %d octets, want %d", sc.index, it, len(got), s)
 			} else if err := verify(got, sc.index, 0); err != nil {
 				sc.verr = fmt.Errorf("iteration %d: %w", it, err)
+			} else {
+				sc.verified += uint64(s)
 			}
 		}
 		sc.recvd++
@@ -181,6 +187,7 @@ func (cc *clientConn) readLat(ctx context.Context) error {
 			if err := verify(cc.data.mem[:s], cc.index, 0); err != nil {
 				return fmt.Errorf("iteration %d: %w", it, err)
 			}
+			cc.verified += uint64(s)
 			clear(cc.data.mem[:s])
 		}
 	}

@@ -15,16 +15,20 @@ import (
 
 // result is what a run reports; with -j it is printed as one JSON object.
 type result struct {
-	Role       string    `json:"role"` // client or server
-	Mode       string    `json:"mode"` // write_bw, read_lat...
-	Size       int       `json:"size"`
-	Iterations int       `json:"iterations"`
-	QPs        int       `json:"qps"`
-	Bytes      uint64    `json:"bytes"`
-	Seconds    float64   `json:"seconds"`
-	Gbps       float64   `json:"gbps"`
-	MsgRate    float64   `json:"msg_rate"` // messages per second
-	Lat        *latStats `json:"lat_us,omitempty"`
+	Role       string  `json:"role"` // client or server
+	Mode       string  `json:"mode"` // write_bw, read_lat...
+	Size       int     `json:"size"`
+	Iterations int     `json:"iterations"`
+	QPs        int     `json:"qps"`
+	Bytes      uint64  `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	Gbps       float64 `json:"gbps"`
+	MsgRate    float64 `json:"msg_rate"` // messages per second
+	// Verified is the number of octets this side compared with the
+	// pattern (--verify): Read sinks on the client, Send messages and
+	// Write targets on the server, both sides of the latency tests.
+	Verified uint64    `json:"verified"`
+	Lat      *latStats `json:"lat_us,omitempty"`
 }
 
 // latStats are latencies in microseconds.

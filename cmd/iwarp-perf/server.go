@@ -146,6 +146,7 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 	var verrs []error
 	for _, sc := range conns {
 		verrs = append(verrs, sc.verr)
+		res.Verified += sc.verified
 	}
 	return res, errors.Join(verrs...)
 }
@@ -161,6 +162,9 @@ func newServerConn(c *userlib.Context, pd *userlib.PD, req *request) (*serverCon
 		dataLen, access = 2*s, userlib.RemoteWrite // source, then the client's target
 	case req.Test == testWrite:
 		access = userlib.RemoteWrite
+		if req.Verify {
+			dataLen = writeTargets(s, n) * s
+		}
 	case req.Test == testRead:
 		access = userlib.RemoteRead
 	case req.Lat: // send

@@ -31,6 +31,7 @@ type perfResult struct {
 	Seconds    float64 `json:"seconds"`
 	Gbps       float64 `json:"gbps"`
 	MsgRate    float64 `json:"msg_rate"`
+	Verified   int64   `json:"verified"` // octets checked with --verify
 	Lat        *struct {
 		Min, P50, P99, Avg float64
 	} `json:"lat_us"`
