@@ -57,7 +57,7 @@ static void iwarp_conn_release(struct kref *ref)
 	kvfree(conn->swq);
 	kvfree(conn->orq);
 	kvfree(conn->irq);
-	kvfree(conn->rx_stage);
+	iwarp_rx_stage_free(conn);
 	iwarp_ctx_put(conn->ctx);
 	atomic_dec(&iwarp_conns_live);
 	kfree_rcu(conn, rcu);
@@ -595,11 +595,7 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
 	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
 	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
-	/* Used by the receive engine only, which starts below (rx.c). */
-	if (conn->res.crc)
-		conn->rx_stage = kvmalloc(IWARP_RX_STAGE_SIZE, GFP_KERNEL_ACCOUNT);
-	if (iwarp_tx_buf(conn) || !conn->swq || !conn->orq || !conn->irq ||
-	    (conn->res.crc && !conn->rx_stage))
+	if (iwarp_tx_buf(conn) || !conn->swq || !conn->orq || !conn->irq)
 		return -ENOMEM;
 
 	/* MPA-40: stream positions count from the first FPDU octet. */

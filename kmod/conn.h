@@ -39,11 +39,13 @@
 #define _IWARP_CONN_H
 
 #include <linux/kref.h>
+#include <linux/math.h>
 #include <linux/mutex.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
+#include <asm/page.h>
 
 #include "cm.h"
 #include "iwarp.h"
@@ -73,8 +75,13 @@ struct socket;
 #define IWARP_TXBUF_ORDER	5
 #define IWARP_TXBUF_SIZE	(PAGE_SIZE << IWARP_TXBUF_ORDER)
 #define IWARP_TXBUF_CACHE	4	/* transmit buffers kept for reuse */
-/* With CRC, a received FPDU's payload waits here for its CRC (rx.c). */
-#define IWARP_RX_STAGE_SIZE	65536
+/*
+ * With CRC, a received FPDU's payload waits for its CRC in order-0 pages
+ * taken at its header, as many as it needs (ULPDU_Length has 16 bits), and
+ * given back once a read of the socket ends between FPDUs (rx.c): an idle
+ * connection holds none.
+ */
+#define IWARP_RX_STAGE_PAGES	DIV_ROUND_UP(65536, PAGE_SIZE)
 
 /* SQ shadow: what the kernel took from a slot, until it completes. */
 struct iwarp_swqe {
@@ -221,7 +228,8 @@ struct iwarp_conn {
 	u32 rqe_len;			/* its buffer space */
 	u32 rq_rcvd;			/* octets placed */
 	u32 rx_mo;
-	u8 *rx_stage;			/* CRC on: the FPDU's payload until checked */
+	struct page *rx_stage[IWARP_RX_STAGE_PAGES]; /* CRC on: payload until checked */
+	bool rx_staged;			/* an FPDU's payload is being staged */
 	u32 rreq_msn;			/* next expected MSN on QN 1 */
 	u32 term_msn;			/* next expected MSN on QN 2 */
 	u32 term_fill;
@@ -295,6 +303,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped);
 /* rx.c */
 void iwarp_rx_work(struct work_struct *work);
 void iwarp_rx_read(struct iwarp_conn *conn);
+void iwarp_rx_stage_free(struct iwarp_conn *conn);
 /* From sk_data_ready, with the socket locked by TCP: never sleeps. */
 void iwarp_rx_direct(struct iwarp_conn *conn);
 int iwarp_tx_buf(struct iwarp_conn *conn);

@@ -344,23 +344,88 @@ static int iwarp_rx_place(struct iwarp_conn *conn, u32 off, const u8 *p, u32 len
 /* Whether the payload of the segment in rmsg waits in rx_stage. */
 static bool iwarp_rx_staging(const struct iwarp_conn *conn)
 {
-	return conn->rx_stage &&
+	return conn->res.crc &&
 	       (conn->rx_target == IWARP_RXT_MR || conn->rx_target == IWARP_RXT_RQE);
+}
+
+/*
+ * At a header to stage: the pages for its payload. Atomic (softirq); an
+ * allocation failure ends the stream (a local catastrophic error) rather
+ * than place octets whose CRC is not known yet.
+ */
+static int iwarp_rx_stage_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	u32 i, n = DIV_ROUND_UP(conn->rmsg.payload_len, PAGE_SIZE);
+
+	if (n > IWARP_RX_STAGE_PAGES)	/* ULPDU_Length has 16 bits */
+		return iwarp_rx_violation(conn, NULL, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
+					  IWP_LLP_EC_CATASTROPHIC);
+	for (i = 0; i < n; i++) {
+		if (conn->rx_stage[i])
+			continue;
+		conn->rx_stage[i] = alloc_page(GFP_ATOMIC | __GFP_NOWARN);
+		if (!conn->rx_stage[i]) {
+			pr_warn_ratelimited("cm %u: no memory to stage an FPDU\n", conn->id);
+			return iwarp_rx_violation(conn, NULL, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
+						  IWP_LLP_EC_CATASTROPHIC);
+		}
+	}
+	conn->rx_staged = true;
+	return 0;
+}
+
+/* The stage's pages back, unless an FPDU is halfway through it. */
+static void iwarp_rx_stage_trim(struct iwarp_conn *conn)
+{
+	if (!conn->rx_staged)
+		iwarp_rx_stage_free(conn);
+}
+
+/* From iwarp_conn_release(), or with the receive engine excluded. */
+void iwarp_rx_stage_free(struct iwarp_conn *conn)
+{
+	u32 i;
+
+	for (i = 0; i < IWARP_RX_STAGE_PAGES && conn->rx_stage[i]; i++) {
+		__free_page(conn->rx_stage[i]);
+		conn->rx_stage[i] = NULL;
+	}
+	conn->rx_staged = false;
+}
+
+/* CRC checked: the staged payload placed, page by page. */
+static int iwarp_rx_stage_place(struct iwarp_conn *conn, u32 ulpdu_len)
+{
+	u32 off, len = conn->rmsg.payload_len;
+	int err = 0;
+
+	conn->rx_staged = false;
+	for (off = 0; off < len && !err; off += PAGE_SIZE)
+		err = iwarp_rx_place(conn, off, page_address(conn->rx_stage[off / PAGE_SIZE]),
+				     min_t(u32, len - off, PAGE_SIZE), ulpdu_len);
+	return err;
 }
 
 static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 {
 	u32 off = ev->data_off - conn->rmsg.hdr_len;
+	u32 done = 0, n;
 
-	if (iwarp_rx_staging(conn)) {
-		/* ULPDU_Length has 16 bits: a payload always fits. */
-		if (off > IWARP_RX_STAGE_SIZE || ev->data_len > IWARP_RX_STAGE_SIZE - off)
-			return iwarp_rx_violation(conn, NULL, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
-						  IWP_LLP_EC_CATASTROPHIC);
-		memcpy(conn->rx_stage + off, ev->data, ev->data_len);
-		return 0;
+	if (!iwarp_rx_staging(conn))
+		return iwarp_rx_place(conn, off, ev->data, ev->data_len, ev->ulpdu_len);
+	/* Within the payload the header announced: the pages are there. */
+	if (off > conn->rmsg.payload_len || ev->data_len > conn->rmsg.payload_len - off)
+		return iwarp_rx_violation(conn, NULL, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
+					  IWP_LLP_EC_CATASTROPHIC);
+	while (done < ev->data_len) {
+		u32 at = off + done;
+
+		n = min_t(u32, ev->data_len - done, PAGE_SIZE - at % PAGE_SIZE);
+		memcpy(page_address(conn->rx_stage[at / PAGE_SIZE]) + at % PAGE_SIZE,
+		       ev->data + done, n);
+		done += n;
 	}
-	return iwarp_rx_place(conn, off, ev->data, ev->data_len, ev->ulpdu_len);
+	return 0;
 }
 
 /* A Read Request, CRC verified: check the source, queue it for tx.c. */
@@ -528,6 +593,9 @@ static bool iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n)
 		case IWP_RX_HDR:
 			if (iwarp_rx_hdr(conn, &ev))
 				return false;
+			if (iwarp_rx_staging(conn) && conn->rmsg.payload_len &&
+			    iwarp_rx_stage_take(conn, &ev))
+				return false;
 			break;
 		case IWP_RX_DATA:
 			if (iwarp_rx_data(conn, &ev))
@@ -537,8 +605,7 @@ static bool iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n)
 			conn->stats.rx_fpdus++;
 			/* CRC checked: what was staged may be placed now. */
 			if (iwarp_rx_staging(conn) && conn->rmsg.payload_len &&
-			    iwarp_rx_place(conn, 0, conn->rx_stage, conn->rmsg.payload_len,
-					   ev.ulpdu_len))
+			    iwarp_rx_stage_place(conn, ev.ulpdu_len))
 				return false;
 			if (iwarp_rx_end(conn, &ev))
 				return false;
@@ -590,6 +657,7 @@ void iwarp_rx_direct(struct iwarp_conn *conn)
 	read_descriptor_t desc = { .arg.data = conn, .count = 1 };
 
 	tcp_read_sock(conn->sock->sk, &desc, iwarp_rx_actor);
+	iwarp_rx_stage_trim(conn);
 }
 
 /* Parses what the socket holds; called by rx_work and before a close. */
@@ -599,8 +667,10 @@ void iwarp_rx_read(struct iwarp_conn *conn)
 	read_descriptor_t desc = { .arg.data = conn, .count = 1 };
 
 	lock_sock(sk);
-	if (!READ_ONCE(conn->closing))
+	if (!READ_ONCE(conn->closing)) {
 		tcp_read_sock(sk, &desc, iwarp_rx_actor);
+		iwarp_rx_stage_trim(conn);
+	}
 	release_sock(sk);
 }
 
