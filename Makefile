@@ -13,7 +13,7 @@ GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
 .PHONY: all help deps kmod kmod-debug go opcheck generate check-generated test test-host \
-	test-proto fuzz demo bench sparse checkpatch vet clean
+	test-proto fuzz demo bench stress sparse checkpatch vet clean
 
 all: kmod go opcheck
 
@@ -24,6 +24,7 @@ help:
 	@echo "make bench      iwarp against siw and raw TCP in one guest (BENCH_FLAGS=-quick for a short run)"
 	@echo "make test       all tests: C protocol tests, Go host tests, VM tests"
 	@echo "make test-proto the C protocol tests only"
+	@echo "make stress     TestStress alone in a guest (STRESS_TIME=10m for a long run; default 60 s)"
 	@echo "make fuzz       libFuzzer targets (FUZZ_TIME=seconds per target)"
 	@echo "make sparse     sparse (C=2) over the module"
 	@echo "make checkpatch checkpatch.pl over kmod/ and uapi/"
@@ -87,6 +88,13 @@ test: deps
 	$(MAKE) -C tests/proto fuzz-smoke
 	$(MAKE) vet check-generated
 	IWARP_VM_REQUIRED=1 $(GO) test -count=1 -timeout 60m ./...
+
+# TestStress alone in one guest boot (tests/vm/README.md): STRESS_TIME of
+# racing (a Go duration or seconds; 60 s by default, as in the suite).
+stress:
+	$(MAKE) all
+	IWARP_VM_REQUIRED=1 IWARP_VM_RUN='^TestStress$$' $(if $(STRESS_TIME),IWARP_STRESS_TIME=$(STRESS_TIME)) \
+		$(GO) test -count=1 -timeout 0 -v -run TestVM ./tests/vm/
 
 demo: deps
 	$(MAKE) all
