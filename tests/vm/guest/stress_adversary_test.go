@@ -12,8 +12,11 @@ import (
 	"math/rand"
 	"net"
 	"net/netip"
+	"os"
+	"sync"
 	"time"
 
+	"github.com/iwarp/iwarp/ctl"
 	"github.com/iwarp/iwarp/userlib"
 	"github.com/iwarp/iwarp/wire"
 )
@@ -169,14 +172,26 @@ type stressTarget struct {
 	l    *userlib.Listener
 	addr netip.AddrPort
 	run  *stressRun
+
+	mu    sync.Mutex
+	doing string // what the accept loop does, since when
+	since time.Time
+}
+
+func (tg *stressTarget) note(doing string) {
+	tg.mu.Lock()
+	tg.doing, tg.since = doing, time.Now()
+	tg.mu.Unlock()
 }
 
 func (tg *stressTarget) acceptLoop(ctx context.Context) {
 	for {
+		tg.note("waiting for a request")
 		req, err := tg.l.Accept(ctx)
 		if err != nil {
 			return
 		}
+		tg.note(fmt.Sprintf("accepting a request from %v", req.Peer))
 		cq, err := tg.e.ctx.CreateCQ(32)
 		if err != nil {
 			tg.run.fail("target CQ: %v", err)
@@ -205,6 +220,44 @@ func (tg *stressTarget) acceptLoop(ctx context.Context) {
 			cq.Close()
 		}()
 	}
+}
+
+// describe says what the target's namespace lists for p's connection,
+// and what its accept loop was doing.
+func (tg *stressTarget) describe(p *advPeer) string {
+	ap := p.c.LocalAddr().(*net.TCPAddr).AddrPort()
+	peer := netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	c, err := stressCtl(tg.run.tp.B)
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	cms, err := c.CMs()
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, m := range cms {
+		if m.Peer == peer {
+			out = append(out, fmt.Sprintf("cm %d %v %v", m.ID, m.Kind, m.State))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "nothing listed")
+	}
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return fmt.Sprintf("%v; accept loop: %s since %v", out, tg.doing, time.Since(tg.since).Round(time.Millisecond))
+}
+
+// stressCtl is ctlIn without a test; the caller closes it.
+func stressCtl(ns string) (*ctl.Client, error) {
+	f, err := os.Open("/run/netns/" + ns)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ctl.New(ctl.WithNetNS(int(f.Fd())))
 }
 
 // awaitFlush waits until cq reports a flushed (or otherwise failed)
@@ -243,13 +296,15 @@ func (tg *stressTarget) attack(kind string, rng *rand.Rand, victim *userlib.MR) 
 		return err
 	}
 	defer p.c.Close()
+	// The stop ends an attack in progress (the target stops accepting).
+	defer context.AfterFunc(tg.run.ctx, func() { p.c.Close() })()
 	if kind == "adv zero window" {
 		if err := p.c.SetReadBuffer(4096); err != nil {
 			return err
 		}
 	}
 	if err := p.handshake(8, 8); err != nil {
-		return err
+		return fmt.Errorf("%v; the target's side: %s", err, tg.describe(p))
 	}
 	ird := uint32(p.rep.IRD)
 	mr := tg.e.mr
@@ -341,6 +396,7 @@ func (tg *stressTarget) slowloris() error {
 		return err
 	}
 	defer p.c.Close()
+	defer context.AfterFunc(tg.run.ctx, func() { p.c.Close() })()
 	req := wire.MPAFrame{Rev: 2, Enhanced: true, CRC: true, IRD: 8, ORD: 8}
 	frame := wire.AppendMPAFrame(nil, &req)
 	start := time.Now()
