@@ -13,7 +13,7 @@ GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
 .PHONY: all help deps kmod kmod-debug go opcheck generate check-generated test test-host \
-	test-proto fuzz demo bench sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug
+	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug
 
 all: kmod go opcheck
 
@@ -25,6 +25,7 @@ help:
 	@echo "make test       all tests: C protocol tests, Go host tests, VM tests"
 	@echo "make test-debug the VM tests on a debug kernel (KASAN, lockdep, kmemleak...; built once, ~1 h)"
 	@echo "make test-proto the C protocol tests only"
+	@echo "make stress     TestStress alone in a guest (STRESS_TIME=10m for a long run; default 60 s)"
 	@echo "make fuzz       libFuzzer targets (FUZZ_TIME=seconds per target)"
 	@echo "make sparse     sparse (C=2) over the module"
 	@echo "make checkpatch checkpatch.pl over kmod/ and uapi/"
@@ -108,6 +109,13 @@ test-debug: kmod-kdebug go opcheck
 	IWARP_VM_KERNEL_DIR=$$(sh scripts/kdebug.sh dir) IWARP_VM_REQUIRED=1 \
 		IWARP_VM_TIMEOUT=$(KDEBUG_VM_TIMEOUT) \
 		$(GO) test -count=1 -timeout $(KDEBUG_GO_TIMEOUT) ./tests/vm/
+
+# TestStress alone in one guest boot (tests/vm/README.md): STRESS_TIME of
+# racing (a Go duration or seconds; 60 s by default, as in the suite).
+stress:
+	$(MAKE) all
+	IWARP_VM_REQUIRED=1 IWARP_VM_RUN='^TestStress$$' $(if $(STRESS_TIME),IWARP_STRESS_TIME=$(STRESS_TIME)) \
+		$(GO) test -count=1 -timeout 0 -v -run TestVM ./tests/vm/
 
 demo: deps
 	$(MAKE) all

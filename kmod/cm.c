@@ -679,7 +679,15 @@ void iwarp_cm_qp_close(struct iwarp_qp *qp)
 	spin_unlock_bh(&iwarp_qp_conn_lock);
 	if (!conn)
 		return;
-	iwarp_conn_close(conn, true);
+	/*
+	 * A reset discards what TCP has not sent yet: once our Terminate is
+	 * in the stream (the transmit engine framed it and shut the write
+	 * side after it), the stream ends in order instead, so the peer
+	 * learns why (RDMAP-11). TCP bounds the orphan (peer_timeout_ms,
+	 * tcp_fin_timeout). A racy read: a Terminate framed just after it
+	 * only loses the reset's haste.
+	 */
+	iwarp_conn_close(conn, !READ_ONCE(conn->term_done));
 	iwarp_conn_put(conn);		/* qp->conn's */
 }
 

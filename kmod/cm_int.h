@@ -41,6 +41,14 @@ void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 void iwarp_cm_close_async(struct iwarp_conn *conn);
 void iwarp_cm_close_work(struct work_struct *work);
 
+/*
+ * cm_sock.c: a connection socket's options (no Nagle; the bound on a
+ * silent peer: TCP_USER_TIMEOUT and keepalive). Process context, socket
+ * unlocked.
+ */
+struct sock;
+void iwarp_cm_sock_opts(struct sock *sk);
+
 /* cm_mpa.c: the exchange (connect, accept loop, request) and its end. */
 void iwarp_cm_work(struct work_struct *work);
 void iwarp_cm_listener_closed(struct iwarp_conn *lsn);

@@ -303,7 +303,7 @@ static int iwarp_cm_sock_new(struct iwarp_conn *conn, int family)
 		return err;
 	sk = sock->sk;
 	iwarp_sk_hold_net(sk, net);
-	tcp_sock_set_nodelay(sk);
+	iwarp_cm_sock_opts(sk);
 	spin_lock_bh(&conn->lock);
 	if (!conn->closing) {
 		conn->sock = sock;
@@ -543,7 +543,7 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 			continue;
 		}
 		conn->sock = ns;
-		tcp_sock_set_nodelay(ns->sk);
+		iwarp_cm_sock_opts(ns->sk);
 		iwarp_conn_get(lsn);
 		conn->lsn = lsn;
 		atomic_set(&conn->pending_counted, 1);

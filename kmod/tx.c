@@ -680,6 +680,13 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 		any |= framed;
 		if (conn->rtr_wait)
 			break;	/* responder in P2P: nothing before the RTR */
+		/*
+		 * The room checked above was for one FPDU, which a Read
+		 * Response may just have taken: the SQ's goes in the next
+		 * buffer then.
+		 */
+		if (framed && !iwarp_tx_room(conn, conn->mulpdu))
+			break;
 		if (!conn->cur_active) {
 			n = iwarp_sq_take(conn);
 			if (n < 0)

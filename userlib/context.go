@@ -321,6 +321,10 @@ func (c *Context) readEvents(ctx context.Context) error {
 		return rerr != unix.EAGAIN
 	})
 	switch {
+	case err == nil && rerr == nil:
+		// Records read are delivered even if ctx ended meanwhile: they
+		// are gone from the file, and no other reader would see them.
+		return c.dispatch(c.evbuf[:n])
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil && (c.dead.Load() || errors.Is(err, os.ErrClosed)):
@@ -329,10 +333,8 @@ func (c *Context) readEvents(ctx context.Context) error {
 		return nil // a deadline meant for an earlier read: try again
 	case err != nil:
 		return fmt.Errorf("iwarp: wait: %w", err)
-	case rerr != nil:
-		return fmt.Errorf("iwarp: read events: %w", rerr)
 	}
-	return c.dispatch(c.evbuf[:n])
+	return fmt.Errorf("iwarp: read events: %w", rerr)
 }
 
 // dispatch hands CQ events to their CQs and queues the others.

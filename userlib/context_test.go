@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -490,5 +491,42 @@ func TestDispatchRejectsGarbage(t *testing.T) {
 		if err := c.dispatch(b); err == nil {
 			t.Errorf("record %x accepted", b)
 		}
+	}
+}
+
+// endsAfterFirstCheck is a context that is live when first asked and done
+// from then on: it ends exactly while a read is under way.
+type endsAfterFirstCheck struct {
+	context.Context
+	asked atomic.Bool
+}
+
+func (c *endsAfterFirstCheck) Err() error {
+	if c.asked.Swap(true) {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A read that took records from the file delivers them even when its ctx
+// ended meanwhile: they are gone from the file, no other reader sees them
+// (a connection request read by a goroutine whose wait was just cut short
+// by a wake-up used to be dropped, and the listener never saw it).
+func TestReadEventsDeliversWhatItRead(t *testing.T) {
+	c, _, w := newFakeContext(t)
+	if _, err := w.Write(eventRecord(netlinkproto.EventConnectRequest, 5, []byte("req"))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := &endsAfterFirstCheck{Context: context.Background()}
+	if err := c.readEvents(ctx); err != nil {
+		t.Fatalf("readEvents: %v", err)
+	}
+	if !ctx.asked.Load() {
+		t.Fatal("the context was never asked")
+	}
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	if len(c.events) != 1 || c.events[0].Type != netlinkproto.EventConnectRequest || c.events[0].ID != 5 {
+		t.Fatalf("queued events %+v, want the connection request", c.events)
 	}
 }

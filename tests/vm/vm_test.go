@@ -32,7 +32,7 @@ func TestVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeout := 45 * time.Minute
+	timeout := 45*time.Minute + stressExtra()
 	if s := os.Getenv("IWARP_VM_TIMEOUT"); s != "" {
 		if timeout, err = time.ParseDuration(s); err != nil {
 			t.Fatalf("IWARP_VM_TIMEOUT: %v", err)
@@ -125,6 +125,7 @@ done
 		},
 	}
 	maps.Copy(cfg.Env, siwEnv)
+	maps.Copy(cfg.Env, passedEnv())
 	if os.Getenv("IWARP_VM_STREAM") == "1" {
 		cfg.Stdout = &linePrefixer{w: os.Stdout, prefix: "guest| "}
 	}
