@@ -10,6 +10,7 @@
 
 #include "conn.h"
 #include "cq.h"
+#include "debugfs.h"
 #include "link.h"
 #include "mr.h"
 #include "nl_gen.h"
@@ -53,6 +54,7 @@ static int __init iwarp_init(void)
 	err = genl_register_family(&iwarp_nl_family);
 	if (err)
 		goto err_verbs;
+	iwarp_debugfs_init();
 	pr_info("loaded (genetlink family %s version %d)\n", IWARP_GENL_NAME,
 		IWARP_GENL_VERSION);
 	return 0;
@@ -68,6 +70,7 @@ err_link:
 
 static void __exit iwarp_exit(void)
 {
+	iwarp_debugfs_exit();
 	iwarp_link_shutdown();
 	/* Closes still running in a work may multicast: before the family goes. */
 	iwarp_conn_drain();
