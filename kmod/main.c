@@ -14,6 +14,7 @@
 #include "link.h"
 #include "mr.h"
 #include "nl_gen.h"
+#include "txbuf.h"
 #include "selftest.h"
 
 /* Debug builds (make DEBUG=1) run the self-tests at load and say so. */
@@ -76,6 +77,7 @@ static void __exit iwarp_exit(void)
 	iwarp_conn_drain();
 	genl_unregister_family(&iwarp_nl_family);
 	iwarp_conn_exit();
+	iwarp_txbuf_exit();
 	iwarp_verbs_exit();
 	iwarp_link_exit();
 	pr_info("unloaded\n");

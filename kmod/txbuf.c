@@ -237,6 +237,14 @@ void iwarp_tx_buf_work(struct work_struct *work)
 	iwarp_conn_put(conn);		/* the work's */
 }
 
+void iwarp_txbuf_exit(void)
+{
+	long pages = atomic_long_read(&iwarp_txbuf_stats.pages);
+
+	if (pages)
+		pr_err("leak: %ld transmit buffer pages\n", pages);
+}
+
 void iwarp_tx_buf_free(struct iwarp_conn *conn)
 {
 	int i;

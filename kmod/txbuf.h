@@ -24,4 +24,7 @@ extern u8 iwarp_txbuf_max_order;
 /* Octets an FPDU of @ulpdu_len takes in a buffer at most, markers included. */
 u32 iwarp_fpdu_room(u32 ulpdu_len);
 
+/* Module exit, every connection gone: reports pages still counted. */
+void iwarp_txbuf_exit(void);
+
 #endif /* _IWARP_TXBUF_H */
