@@ -12,10 +12,10 @@ DEBUG ?=
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
-.PHONY: all help deps kmod kmod-debug go opcheck generate check-generated test test-host \
+.PHONY: all help deps kmod kmod-debug go opcheck connrate generate check-generated test test-host \
 	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug
 
-all: kmod go opcheck
+all: kmod go opcheck connrate
 
 help:
 	@echo "make            build kmod/iwarp.ko (for the guest kernel $(KVER)) and bin/*"
@@ -51,6 +51,13 @@ go:
 opcheck: build/opcheck
 
 build/opcheck: tests/vm/opcheck/opcheck.c
+	@mkdir -p build
+	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs -lrdmacm
+
+# siw's side of the connection setup rate (tests/vm/guest/setuprate_test.go).
+connrate: build/connrate
+
+build/connrate: tests/vm/connrate/connrate.c
 	@mkdir -p build
 	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs -lrdmacm
 

@@ -115,6 +115,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	INIT_WORK(&conn->rx_work, iwarp_rx_work);
 	INIT_WORK(&conn->tx_work, iwarp_tx_work);
 	INIT_DELAYED_WORK(&conn->linger_work, iwarp_conn_linger_work);
+	INIT_DELAYED_WORK(&conn->txbuf_work, iwarp_tx_buf_work);
 	atomic_inc(&iwarp_conns_live);
 	return conn;
 }
@@ -452,6 +453,8 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	/* A connection that never came up flushes what was posted as well. */
 	iwarp_conn_flush(conn, true);
 	conn->stopped = true;
+	/* Nothing is framed any more: TCP keeps what it still sends. */
+	iwarp_tx_buf_trim(conn);
 	mutex_unlock(&conn->tx_lock);
 	if (was_up)
 		iwarp_cm_event(conn, IWARP_EVENT_DISCONNECTED, 0, 0, NULL, 0);
@@ -508,6 +511,9 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	iwarp_cm_unpend(conn);
 	if (conn->qp)
 		iwarp_conn_close_qp(conn);
+	/* Queued by the engine only, which is stopped now (or never ran). */
+	if (cancel_delayed_work_sync(&conn->txbuf_work))
+		iwarp_conn_put(conn);
 	if (conn->ifindex && conn->kind != IWARP_CM_KIND_LISTENER) {
 		struct iwarp_link_stats st = {};
 
@@ -595,7 +601,8 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
 	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
 	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
-	if (iwarp_tx_buf(conn) || !conn->swq || !conn->orq || !conn->irq)
+	/* The transmit buffer is taken once there is something to send. */
+	if (!conn->swq || !conn->orq || !conn->irq)
 		return -ENOMEM;
 
 	/* MPA-40: stream positions count from the first FPDU octet. */

@@ -40,6 +40,7 @@
 
 #include <linux/kref.h>
 #include <linux/math.h>
+#include <linux/minmax.h>
 #include <linux/mutex.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
@@ -68,13 +69,18 @@ struct socket;
 /* Private data we accept and send: RFC 5044's limit. */
 #define IWARP_PDATA_MAX		512
 /*
- * The transmit buffer: FPDUs are framed into one compound page and its
- * pages handed to TCP by reference (no second copy); TCP frees them once
- * acknowledged, and the next batch takes a fresh buffer.
+ * Transmit buffers (txbuf.c): FPDUs are framed into one compound page and
+ * its pages handed to TCP by reference (no second copy); TCP drops its
+ * references once the data is acknowledged. A connection takes a buffer
+ * when it has something to send: a page first, then larger ones up to
+ * IWARP_TXBUF_ORDER while more is in flight than it holds, smaller ones
+ * when an allocation fails (FPDUs are sized to fit). It keeps up to
+ * IWARP_TXBUF_CACHE of them for reuse while busy and gives them all back
+ * once its transmit engine has been idle for IWARP_TXBUF_IDLE_MS.
  */
 #define IWARP_TXBUF_ORDER	5
-#define IWARP_TXBUF_SIZE	(PAGE_SIZE << IWARP_TXBUF_ORDER)
 #define IWARP_TXBUF_CACHE	4	/* transmit buffers kept for reuse */
+#define IWARP_TXBUF_IDLE_MS	500
 /*
  * With CRC, a received FPDU's payload waits for its CRC in order-0 pages
  * taken at its header, as many as it needs (ULPDU_Length has 16 bits), and
@@ -180,10 +186,13 @@ struct iwarp_conn {
 	struct work_struct tx_work;
 	struct mutex tx_lock;		/* the transmit state below; flushing */
 	struct iwp_mpa_tx mtx;
-	struct page *txpage;		/* compound, IWARP_TXBUF_ORDER; or NULL */
+	struct page *txpage;		/* the buffer framed into, or NULL */
 	struct page *txcache[IWARP_TXBUF_CACHE];	/* txpage is one of these */
 	u8 txcache_next;		/* the slot a new buffer replaces */
+	u8 txorder;			/* the order of the next new buffer */
 	u8 *txbuf;			/* its address */
+	u32 txsize;			/* its octets */
+	u32 txfit;			/* the largest ULPDU an empty one holds */
 	u32 tx_len;			/* framed octets in txbuf */
 	u32 tx_sent;			/* of which handed to TCP */
 	u32 mulpdu;
@@ -196,6 +205,8 @@ struct iwarp_conn {
 	u32 msn_rreq;			/* next MSN on QN 1 */
 	bool fin_sent;
 	bool rtr_pending;		/* initiator: send the RTR first */
+	unsigned long tx_last;		/* jiffies: the engine's last run */
+	struct delayed_work txbuf_work;	/* gives the buffers back when idle */
 
 	/* Shared (conn->lock) */
 	u32 sq_cqi;			/* next slot to complete; the ring's tail */
@@ -300,14 +311,31 @@ void iwarp_sq_complete(struct iwarp_conn *conn);
  */
 void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped);
 
+/* txbuf.c, with tx_lock held unless said otherwise */
+/* A buffer to frame into, unless there is one: 0 or -ENOMEM. */
+int iwarp_tx_buf(struct iwarp_conn *conn);
+/* The largest ULPDU the current buffer can take at all. */
+static inline u32 iwarp_tx_lim(const struct iwarp_conn *conn)
+{
+	return min(conn->mulpdu, conn->txfit);
+}
+
+/* Frames no more into the current buffer (TCP may still hold it). */
+void iwarp_tx_buf_retire(struct iwarp_conn *conn);
+/* The engine has nothing more to send: the buffers go after a while. */
+void iwarp_tx_buf_idle(struct iwarp_conn *conn);
+/* Gives back every buffer not holding unsent octets. */
+void iwarp_tx_buf_trim(struct iwarp_conn *conn);
+void iwarp_tx_buf_work(struct work_struct *work);
+/* The last reference: no lock needed. */
+void iwarp_tx_buf_free(struct iwarp_conn *conn);
+
 /* rx.c */
 void iwarp_rx_work(struct work_struct *work);
 void iwarp_rx_read(struct iwarp_conn *conn);
 void iwarp_rx_stage_free(struct iwarp_conn *conn);
 /* From sk_data_ready, with the socket locked by TCP: never sleeps. */
 void iwarp_rx_direct(struct iwarp_conn *conn);
-int iwarp_tx_buf(struct iwarp_conn *conn);
-void iwarp_tx_buf_free(struct iwarp_conn *conn);
 /* Ends the RQE in progress with @status (a completion). */
 void iwarp_rx_rqe_end(struct iwarp_conn *conn, u8 status);
 void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 term);

@@ -10,9 +10,11 @@
 
 #include "conn.h"
 #include "cq.h"
+#include "debugfs.h"
 #include "link.h"
 #include "mr.h"
 #include "nl_gen.h"
+#include "txbuf.h"
 #include "selftest.h"
 
 /* Debug builds (make DEBUG=1) run the self-tests at load and say so. */
@@ -53,6 +55,7 @@ static int __init iwarp_init(void)
 	err = genl_register_family(&iwarp_nl_family);
 	if (err)
 		goto err_verbs;
+	iwarp_debugfs_init();
 	pr_info("loaded (genetlink family %s version %d)\n", IWARP_GENL_NAME,
 		IWARP_GENL_VERSION);
 	return 0;
@@ -68,11 +71,13 @@ err_link:
 
 static void __exit iwarp_exit(void)
 {
+	iwarp_debugfs_exit();
 	iwarp_link_shutdown();
 	/* Closes still running in a work may multicast: before the family goes. */
 	iwarp_conn_drain();
 	genl_unregister_family(&iwarp_nl_family);
 	iwarp_conn_exit();
+	iwarp_txbuf_exit();
 	iwarp_verbs_exit();
 	iwarp_link_exit();
 	pr_info("unloaded\n");

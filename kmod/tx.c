@@ -28,9 +28,7 @@
 #include "mr.h"
 #include "pd.h"
 #include "qp.h"
-
-/* Framing overhead of one FPDU at most: length, pad, CRC, markers. */
-#define IWARP_FPDU_SLACK	(IWP_MPA_LEN_SIZE + 3 + IWP_MPA_CRC_SIZE + 4 * 4)
+#include "txbuf.h"
 
 /*
  * Payload source of an FPDU being framed. MRs are named by STag and looked
@@ -153,10 +151,13 @@ undo:
 	return err;
 }
 
+/*
+ * Room in the current buffer for an FPDU of @ulpdu_len; without a buffer,
+ * the one taken will have room for an FPDU of its iwarp_tx_lim().
+ */
 static bool iwarp_tx_room(struct iwarp_conn *conn, u32 ulpdu_len)
 {
-	return conn->tx_len + ulpdu_len + IWARP_FPDU_SLACK +
-	       4 * (ulpdu_len / IWP_MPA_MARKER_SPACING + 1) <= IWARP_TXBUF_SIZE;
+	return !conn->txpage || conn->tx_len + iwarp_fpdu_room(ulpdu_len) <= conn->txsize;
 }
 
 /* Frames a ULPDU without payload (Read Request, Terminate, zero-length). */
@@ -164,8 +165,12 @@ static int iwarp_tx_hdr_only(struct iwarp_conn *conn, const struct iwp_ddp_msg *
 {
 	struct iwarp_tx_src none = {};
 	u8 hdr[IWP_DDP_UNTAGGED_HDR + IWP_TERM_MAX + 64];
-	int hlen;
+	int hlen, err;
 
+	/* Any buffer holds one: even a page takes a ULPDU of 3900 octets. */
+	err = iwarp_tx_buf(conn);
+	if (err)
+		return err;
 	hlen = iwp_ddp_hdr_build(m, hdr, sizeof(hdr));
 	if (hlen < 0)
 		return hlen;
@@ -400,15 +405,18 @@ static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn)
 	const struct iwarp_sqe *wr = &conn->cur;
 	u32 total = iwarp_sge_total(wr);
 	bool tagged = wr->opcode == IWARP_WR_WRITE;
-	u32 room = iwp_ddp_seg_payload(conn->mulpdu, tagged);
-	u32 plen = min(total - conn->cur_off, room);
 	struct iwarp_tx_src src = { .pd = conn->qp->pd, .wr = wr, .off = conn->cur_off };
 	struct iwp_ddp_msg m;
 	u8 hdr[IWP_DDP_UNTAGGED_HDR];
 	int hlen, err;
+	u32 plen;
 
 	if (wr->opcode == IWARP_WR_READ)
 		return iwarp_tx_read_req(conn);
+	err = iwarp_tx_buf(conn);
+	if (err)
+		return err;
+	plen = min(total - conn->cur_off, iwp_ddp_seg_payload(iwarp_tx_lim(conn), tagged));
 	if (tagged) {
 		iwarp_ddp_msg_init(&m, true, IWP_OP_WRITE);
 		m.stag = wr->rkey;
@@ -459,7 +467,10 @@ static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (!r)
 		return 0;
-	plen = min(r->len - r->sent, iwp_ddp_seg_payload(conn->mulpdu, true));
+	err = iwarp_tx_buf(conn);
+	if (err)
+		return err;
+	plen = min(r->len - r->sent, iwp_ddp_seg_payload(iwarp_tx_lim(conn), true));
 	iwarp_ddp_msg_init(&m, true, IWP_OP_READ_RESP);
 	m.stag = r->sink_stag;
 	m.to = r->sink_to + r->sent;
@@ -547,56 +558,6 @@ static int iwarp_tx_term(struct iwarp_conn *conn)
 /* ---------------------------------------------------------------- the loop */
 
 /*
- * A transmit buffer to frame into, unless one is there: 0 or -ENOMEM.
- * Buffers are kept for reuse: TCP holds a page reference for as long as it
- * needs what it was handed (unacknowledged, or queued at a local peer), so
- * a kept buffer whose count is down to ours is free again. A fresh
- * compound page per message would cost its allocation and, on kernels
- * that zero on allocation, clearing all of it.
- */
-int iwarp_tx_buf(struct iwarp_conn *conn)
-{
-	struct page *page;
-	int i, slot;
-
-	if (conn->txpage)
-		return 0;
-	for (i = 0; i < IWARP_TXBUF_CACHE; i++) {
-		page = conn->txcache[i];
-		if (page && page_count(page) == 1)
-			goto use;
-	}
-	page = alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_COMP | __GFP_NOWARN, IWARP_TXBUF_ORDER);
-	if (!page)
-		return -ENOMEM;
-	slot = conn->txcache_next;
-	conn->txcache_next = (slot + 1) % IWARP_TXBUF_CACHE;
-	if (conn->txcache[slot])
-		put_page(conn->txcache[slot]);	/* TCP keeps its own references */
-	conn->txcache[slot] = page;
-use:
-	conn->txpage = page;
-	conn->txbuf = page_address(page);
-	conn->tx_len = 0;
-	conn->tx_sent = 0;
-	return 0;
-}
-
-/* Drops the buffers kept: TCP keeps its references to what it still uses. */
-void iwarp_tx_buf_free(struct iwarp_conn *conn)
-{
-	int i;
-
-	for (i = 0; i < IWARP_TXBUF_CACHE; i++) {
-		if (conn->txcache[i])
-			put_page(conn->txcache[i]);
-		conn->txcache[i] = NULL;
-	}
-	conn->txpage = NULL;
-	conn->txbuf = NULL;
-}
-
-/*
  * Hands the buffer to TCP by reference, page by page: 0 when all of it
  * went (TCP holds its references until it is done with it; the buffer is
  * not framed into again before that), -EAGAIN, or an error.
@@ -626,12 +587,8 @@ static int iwarp_tx_flush(struct iwarp_conn *conn)
 	 * each (a busy buffer per message in flight ran through the cache
 	 * and into allocations of fresh, zeroed ones).
 	 */
-	if (conn->txpage && !iwarp_tx_room(conn, conn->mulpdu)) {
-		conn->txpage = NULL;
-		conn->txbuf = NULL;
-		conn->tx_len = 0;
-		conn->tx_sent = 0;
-	}
+	if (conn->txpage && !iwarp_tx_room(conn, iwarp_tx_lim(conn)))
+		iwarp_tx_buf_retire(conn);
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->sq_sent = conn->sq_built;
 	iwarp_sq_complete(conn);
@@ -665,7 +622,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 	bool framed, any = false;
 	int err, n;
 
-	while (iwarp_tx_room(conn, conn->mulpdu)) {
+	while (iwarp_tx_room(conn, iwarp_tx_lim(conn))) {
 		if (conn->rtr_pending) {
 			err = iwarp_tx_rtr(conn);
 			if (err)
@@ -685,7 +642,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 		 * Response may just have taken: the SQ's goes in the next
 		 * buffer then.
 		 */
-		if (framed && !iwarp_tx_room(conn, conn->mulpdu))
+		if (framed && !iwarp_tx_room(conn, iwarp_tx_lim(conn)))
 			break;
 		if (!conn->cur_active) {
 			n = iwarp_sq_take(conn);
@@ -735,6 +692,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 {
 	int err;
 
+	conn->tx_last = jiffies;
 	for (;;) {
 		iwarp_tx_mulpdu(conn);
 		err = iwarp_tx_flush(conn);
@@ -743,19 +701,8 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 		if (err) {
 			/* The stream is gone: nothing more can be sent. */
 			pr_debug("qp %u: transmit failed: %d\n", conn->qp->id, err);
-			if (conn->tx_sent) {
-				/* reused only once TCP let go of it */
-				conn->txpage = NULL;
-				conn->txbuf = NULL;
-			}
-			conn->tx_len = 0;
-			conn->tx_sent = 0;
-			conn->term_pending = false;
-			conn->term_done = true;
-			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
-		}
-		if (iwarp_tx_buf(conn)) {
-			/* No memory for a buffer: nothing can be framed. */
+			/* reused only once TCP let go of it */
+			iwarp_tx_buf_retire(conn);
 			conn->term_pending = false;
 			conn->term_done = true;
 			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
@@ -773,10 +720,18 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			return;
 		}
 		err = iwarp_tx_fill(conn);
+		if (err == -ENOMEM) {
+			/* No memory for a buffer: nothing can be framed. */
+			conn->term_pending = false;
+			conn->term_done = true;
+			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
+		}
 		if (err < 0)
 			continue;	/* a local error moved the QP to error */
-		if (!err && conn->tx_len == conn->tx_sent && !iwarp_tx_idle(conn))
+		if (!err && conn->tx_len == conn->tx_sent && !iwarp_tx_idle(conn)) {
+			iwarp_tx_buf_idle(conn);
 			return;
+		}
 	}
 }
 

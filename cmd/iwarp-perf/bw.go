@@ -16,7 +16,7 @@ import (
 // and signalling every k-th; Sends also wait for the server's credits.
 func (cc *clientConn) bandwidth(ctx context.Context) error {
 	cfg, s, n := cc.cfg, cc.cfg.size, cc.cfg.iters
-	depth := min(window, cc.qp.SQEntries())
+	depth := min(cc.q.window, cc.qp.SQEntries())
 	if cfg.test == testRead {
 		depth = min(depth, readDepth)
 	}

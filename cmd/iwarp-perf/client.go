@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iwarp/iwarp/userlib"
@@ -110,10 +111,16 @@ func runClient(ctx context.Context, cfg *config) (*result, error) {
 	return res, nil
 }
 
+// maxDialing bounds the connections being set up at once: each Dial is a
+// TCP handshake and an MPA exchange the kernel runs in a worker, answered
+// by the server one request at a time; a thousand at once would only queue
+// up there and run into the exchanges' deadlines.
+const maxDialing = 32
+
 // dialRun dials the n connections of a run with dial: connection 0 alone,
-// then, once the server has accepted it, the others in parallel. It returns
-// each connection's error (nil for those not dialed after connection 0
-// failed).
+// then, once the server has accepted it, the others in parallel, at most
+// maxDialing at a time. It returns each connection's error (nil for those
+// not dialed after connection 0 or another failed).
 //
 // The server serves one run and ends it when one of its connections fails.
 // Dialed all at once, the connections of a client that starts while the
@@ -127,12 +134,25 @@ func dialRun(n int, dial func(i int) error) []error {
 	if errs[0] = dial(0); errs[0] != nil {
 		return errs
 	}
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
+	var (
+		wg     sync.WaitGroup
+		next   atomic.Int64
+		failed atomic.Bool
+	)
+	next.Store(1)
+	for range min(maxDialing, n-1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = dial(i)
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if errs[i] = dial(i); errs[i] != nil {
+					failed.Store(true) // the run fails: dial no more
+				}
+			}
 		}()
 	}
 	wg.Wait()
@@ -159,7 +179,7 @@ func dialConn(ctx context.Context, c *userlib.Context, pd *userlib.PD, cfg *conf
 	default: // write and send bandwidth
 		dataLen = cc.nsrc * s
 	}
-	ep, err := newEndpoint(c, pd, i, dataLen, access, slot, ctlRecvs, busyPolls(cfg.lat, cfg.test))
+	ep, err := newEndpoint(c, pd, queuesFor(cfg.qps), i, dataLen, access, slot, ctlRecvs, busyPolls(cfg.lat, cfg.test))
 	if err != nil {
 		return nil, err
 	}

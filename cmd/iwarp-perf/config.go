@@ -45,7 +45,7 @@ func parseTest(s string) (testType, error) {
 const (
 	defaultPort  = 18515
 	maxSize      = 1 << 30 // octets per message
-	maxQPs       = 64
+	maxQPs       = 1024    // the module's largest listen backlog
 	maxIters     = math.MaxInt32
 	defaultSize  = 65536
 	defaultIters = 1000

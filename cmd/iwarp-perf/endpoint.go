@@ -16,15 +16,15 @@ import (
 	"github.com/iwarp/iwarp/userlib"
 )
 
-// Queue sizes of every connection.
 const (
-	sqEntries  = 256
-	rqEntries  = 256
-	cqEntries  = 1024
-	window     = 128 // work requests in flight, at most
-	readDepth  = 16  // IRD/ORD asked for: RDMA Reads in flight
-	ctlRecvs   = 16  // control receives of the client
-	maxRecvMem = 64 << 20
+	readDepth = 16 // IRD/ORD asked for: RDMA Reads in flight
+	ctlRecvs  = 16 // control receives of the client
+	// Receive buffers of the server's Send bandwidth test: at most
+	// maxRecvMem per connection and maxRunRecvMem for the run.
+	maxRecvMem    = 64 << 20
+	maxRunRecvMem = 256 << 20
+	// Runs of more connections take smaller queues (queuesFor).
+	bigRunQPs = 64
 	// Write bandwidth with --verify: the server's target has up to
 	// writeSlots message slots (at most maxVerifyMem octets), Write i goes
 	// to slot i modulo their number, and the server checks every slot at
@@ -43,10 +43,36 @@ func writeTargets(s, n int) int {
 	return max(k, 1)
 }
 
+// queues are the queue sizes of every connection of a run.
+type queues struct {
+	sq, rq, cq int // entries of the SQ, the RQ and each of the two CQs
+	window     int // work requests in flight, at most
+}
+
+// queuesFor returns the queue sizes of each connection of a run of qps
+// connections. Up to bigRunQPs connections each has deep queues; more
+// connections share the machine, so each takes a quarter of the window
+// and queues to match: their rings take 36 KiB per connection instead of
+// 128 KiB, pinned memory counted against RLIMIT_MEMLOCK (client and server
+// compute the same from the run's -q).
+func queuesFor(qps int) queues {
+	if qps <= bigRunQPs {
+		return queues{sq: 256, rq: 256, cq: 1024, window: 128}
+	}
+	return queues{sq: 64, rq: 64, cq: 128, window: 32}
+}
+
+// recvMemFor is what the receive buffers of one connection of a run of qps
+// connections may take.
+func recvMemFor(qps int) int {
+	return min(maxRecvMem, maxRunRecvMem/max(qps, 1))
+}
+
 // endpoint is one side of one connection: a QP with its own CQs, a data
 // buffer and receive slots, each registered.
 type endpoint struct {
 	index  int // the connection's index in the run
+	q      queues
 	qp     *userlib.QP
 	scq    *userlib.CQ
 	rcq    *userlib.CQ
@@ -98,29 +124,30 @@ func (r *region) remote() remoteBuf {
 	return remoteBuf{RKey: r.mr.STag(), Addr: r.mr.Addr(), Len: uint32(len(r.mem))}
 }
 
-// newEndpoint creates the QP, its CQs and both regions: dataLen octets of
-// data with the given remote access, nslots receive slots of slot octets.
-func newEndpoint(c *userlib.Context, pd *userlib.PD, index, dataLen int, access userlib.Access, slot, nslots int, busy bool) (*endpoint, error) {
-	e := &endpoint{index: index, slot: slot}
+// newEndpoint creates the QP with queues q, its CQs and both regions:
+// dataLen octets of data with the given remote access, nslots receive
+// slots of slot octets.
+func newEndpoint(c *userlib.Context, pd *userlib.PD, q queues, index, dataLen int, access userlib.Access, slot, nslots int, busy bool) (*endpoint, error) {
+	e := &endpoint{index: index, q: q, slot: slot}
 	var err error
-	if e.scq, err = c.CreateCQ(cqEntries); err != nil {
-		return nil, err
+	if e.scq, err = c.CreateCQ(q.cq); err != nil {
+		return nil, memlockHint(err)
 	}
-	if e.rcq, err = c.CreateCQ(cqEntries); err != nil {
+	if e.rcq, err = c.CreateCQ(q.cq); err != nil {
 		e.close()
-		return nil, err
+		return nil, memlockHint(err)
 	}
-	if e.qp, err = c.CreateQP(pd, e.scq, e.rcq, userlib.QPConfig{SQEntries: sqEntries, RQEntries: rqEntries}); err != nil {
+	if e.qp, err = c.CreateQP(pd, e.scq, e.rcq, userlib.QPConfig{SQEntries: q.sq, RQEntries: q.rq}); err != nil {
 		e.close()
-		return nil, err
+		return nil, memlockHint(err)
 	}
 	if e.data, err = newRegion(pd, dataLen, access); err != nil {
 		e.close()
-		return nil, err
+		return nil, memlockHint(err)
 	}
 	if e.recv, err = newRegion(pd, slot*nslots, 0); err != nil {
 		e.close()
-		return nil, err
+		return nil, memlockHint(err)
 	}
 	e.sendP = poller{cq: e.scq, busy: busy, wcs: make([]userlib.WC, 64)}
 	e.recvP = poller{cq: e.rcq, busy: busy, wcs: make([]userlib.WC, 64)}

@@ -148,6 +148,7 @@ func run(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	raiseMemlock()
 	cmd := newCommand(os.Stdout, os.Stderr, func(ctx context.Context, cfg *config) error {
 		return run(ctx, cfg, os.Stdout, os.Stderr)
 	})

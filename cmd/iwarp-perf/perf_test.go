@@ -44,8 +44,11 @@ func TestFlags(t *testing.T) {
 	if c, _ := parse(t, "-s", "1M", "x"); c.size != 1<<20 {
 		t.Fatalf("1M: %d", c.size)
 	}
+	if c, err := parse(t, "-q", "1024", "x"); err != nil || c.qps != 1024 {
+		t.Fatalf("-q 1024: %+v, %v", c, err)
+	}
 	for _, bad := range [][]string{
-		{"-t", "atomic"}, {"-s", "3X"}, {"-s", "-1"}, {"-s", "2G"}, {"-s", ""}, {"-n", "0"}, {"-q", "0"}, {"-q", "65"},
+		{"-t", "atomic"}, {"-s", "3X"}, {"-s", "-1"}, {"-s", "2G"}, {"-s", ""}, {"-n", "0"}, {"-q", "0"}, {"-q", "1025"},
 		{"-p", "0"}, {"-p", "70000"}, {"--crc", "maybe", "x"}, {"--crc", "on"}, {"-B", "nowhere"}, {"-B", "::", "x"},
 		{"--lat", "-s", "0"}, {"--timeout", "-1s"}, {"a", "b"}, {"--bogus"},
 	} {
@@ -225,5 +228,52 @@ func TestDialRun(t *testing.T) {
 		if len(order) != 1 || order[0] != 0 || len(errs) != n || errs[0] != refused || errors.Join(errs[1:]...) != nil {
 			t.Errorf("n=%d: connection 0 refused: dialed %v, errors %v, want only connection 0 dialed", n, order, errs)
 		}
+	}
+}
+
+// TestDialRunMany: a run of a thousand connections dials each once, with
+// at most maxDialing in flight, and dials no more after one failed.
+func TestDialRunMany(t *testing.T) {
+	const n = 1000
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	dialed := make([]int, n)
+	errs := dialRun(n, func(i int) error {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		dialed[i]++
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // overlap with the other dialers
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range dialed {
+		if k != 1 {
+			t.Fatalf("connection %d dialed %d times", i, k)
+		}
+	}
+	if most > maxDialing || most < 2 {
+		t.Errorf("%d dials in flight at most, want 2 to %d", most, maxDialing)
+	}
+
+	failAt := 100
+	var count sync.Map
+	errs = dialRun(n, func(i int) error {
+		count.Store(i, true)
+		if i == failAt {
+			return errors.New("refused")
+		}
+		return nil
+	})
+	k := 0
+	count.Range(func(any, any) bool { k++; return true })
+	if errs[failAt] == nil || k >= n-maxDialing {
+		t.Errorf("connection %d failed: %d of %d dialed, error %v; want the others to stop", failAt, k, n, errs[failAt])
 	}
 }

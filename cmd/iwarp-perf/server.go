@@ -28,7 +28,9 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 	if err != nil {
 		return nil, err
 	}
-	l, err := c.Listen(netip.AddrPortFrom(cfg.bind, cfg.port), 0)
+	// The client dials up to maxDialing connections at once; the backlog
+	// covers a whole run, however slowly this loop answers.
+	l, err := c.Listen(netip.AddrPortFrom(cfg.bind, cfg.port), userlib.MaxBacklog)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +157,7 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 // its receives posted, and the Reply describing it.
 func newServerConn(c *userlib.Context, pd *userlib.PD, req *request) (*serverConn, *reply, error) {
 	s, n := int(req.Size), int(req.Iters)
+	q := queuesFor(int(req.QPs))
 	dataLen, access := s, userlib.Access(0)
 	slot, nrecv := ctlSize, 4
 	switch {
@@ -171,7 +174,7 @@ func newServerConn(c *userlib.Context, pd *userlib.PD, req *request) (*serverCon
 		slot, nrecv = s, ctlRecvs
 	default: // send bandwidth: the receives are the credits
 		slot = s
-		nrecv = min(window, maxRecvMem/max(s, 1))
+		nrecv = min(q.window, recvMemFor(int(req.QPs))/max(s, 1))
 		nrecv = max(nrecv, 2)
 	}
 	if req.Test == testSend {
@@ -180,7 +183,7 @@ func newServerConn(c *userlib.Context, pd *userlib.PD, req *request) (*serverCon
 			dataLen = 0
 		}
 	}
-	ep, err := newEndpoint(c, pd, int(req.Index), dataLen, access, slot, nrecv, busyPolls(req.Lat, req.Test))
+	ep, err := newEndpoint(c, pd, q, int(req.Index), dataLen, access, slot, nrecv, busyPolls(req.Lat, req.Test))
 	if err != nil {
 		return nil, nil, err
 	}

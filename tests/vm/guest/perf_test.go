@@ -57,11 +57,18 @@ func perfBin(t *testing.T) string {
 // ended the server's run (TestPerfFirstConnectionAlone).
 func runPerf(t *testing.T, tp *Topology, port int, args ...string) (client, server perfResult) {
 	t.Helper()
+	return runPerfWithin(t, tp, port, 120*time.Second, args...)
+}
+
+// runPerfWithin is runPerf with the client's --timeout d (the server's a
+// little longer).
+func runPerfWithin(t *testing.T, tp *Topology, port int, d time.Duration, args ...string) (client, server perfResult) {
+	t.Helper()
 	bin := perfBin(t)
 	p := fmt.Sprint(port)
-	srv := startIn(t, tp.B, 3*time.Minute, bin, "-j", "-p", p, "--timeout", "150s")
+	srv := startIn(t, tp.B, d+time.Minute, bin, "-j", "-p", p, "--timeout", (d + 30*time.Second).String())
 	waitListen(t, tp.B, port, listenTimeout, srv)
-	cli := startIn(t, tp.A, 3*time.Minute, bin, append(append([]string{"-j", "-p", p, "--timeout", "120s"}, args...), TopoB4)...)
+	cli := startIn(t, tp.A, d+time.Minute, bin, append(append([]string{"-j", "-p", p, "--timeout", d.String()}, args...), TopoB4)...)
 	cout, cliErr := cli.wait()
 	if cliErr != nil && !srv.exited() {
 		srv.cmd.Process.Signal(os.Interrupt) // it would wait for its --timeout
