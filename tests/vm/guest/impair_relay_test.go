@@ -76,8 +76,8 @@ func TestImpairRelayRechunk(t *testing.T) {
 				c.op, strings.Join(c.mpa, " "), verifiedBy(c.op, cl, sv), len(up), len(down))
 		})
 	}
-	awaitNothingListed(t, rt.A)
-	awaitNothingListed(t, rt.B)
+	awaitNothingListed(t, rt.A, 20*time.Second)
+	awaitNothingListed(t, rt.B, 20*time.Second)
 	checkLinksClean(t, rt.A)
 	checkLinksClean(t, rt.B)
 	t.Logf("re-chunked: %d octets verified in all, 0 corrupted", total)

@@ -89,36 +89,6 @@ func checkVerified(t *testing.T, op string, cl, sv perfResult) int64 {
 	return want
 }
 
-// awaitNothingListed waits until netns ns lists no connection, QP or MR
-// (the processes that owned them exited; their connections may linger
-// briefly in the kernel while TCP closes).
-func awaitNothingListed(t *testing.T, ns string) {
-	t.Helper()
-	c := ctlIn(t, ns)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		cms, err := c.CMs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		qps, err := c.QPs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		mrs, err := c.MRs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(cms)+len(qps)+len(mrs) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still lists %d connections, %d QPs, %d MRs: %+v %+v %+v", ns, len(cms), len(qps), len(mrs), cms, qps, mrs)
-		}
-		time.Sleep(50 * time.Millisecond) // no event reports a connection's removal
-	}
-}
-
 // checkLinksClean fails if a link of netns ns counted a CRC error or a
 // Terminate: an impairment beneath TCP must never reach MPA.
 func checkLinksClean(t *testing.T, ns string) {
@@ -221,8 +191,8 @@ func TestImpairNetem(t *testing.T) {
 	}
 	setNetem(t, tp, nil)
 	// The processes exited: nothing of theirs may remain.
-	awaitNothingListed(t, tp.A)
-	awaitNothingListed(t, tp.B)
+	awaitNothingListed(t, tp.A, 20*time.Second)
+	awaitNothingListed(t, tp.B, 20*time.Second)
 	checkLinksClean(t, tp.A)
 	checkLinksClean(t, tp.B)
 	if total.Load() != int64(len(impairments)*len(ops)*impairMsgs*impairSize) {
