@@ -24,6 +24,7 @@ import (
 	"github.com/iwarp/iwarp/userlib"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Death and disappearance (docs/SECURITY.md, "A peer that dies or
@@ -704,7 +705,7 @@ func deathNetnsDeleted(t *testing.T, rng *rand.Rand) {
 		t.Fatal(err)
 	}
 	defer sh.Close()
-	nh, err := netlink.NewHandleAt(sh)
+	nh, err := netlink.NewHandleAt(sh, unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatal(err)
 	}

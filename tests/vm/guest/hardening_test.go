@@ -104,22 +104,50 @@ func deregWithin(t *testing.T, mr *userlib.MR, what string) {
 }
 
 // waitBytes waits until b equals want (placement is visible in the
-// application's memory).
+// application's memory and raises no event).
 func waitBytes(t *testing.T, b, want []byte) {
 	t.Helper()
 	deadline := time.Now().Add(malWait)
 	for !bytes.Equal(b, want) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the first part of the Write was not placed within %v", malWait)
+			t.Fatalf("%d octets not placed within %v", len(want), malWait)
 		}
 		time.Sleep(5 * time.Millisecond) // placement raises no event
 	}
 }
 
+// waitReceived waits until the connections ns lists have received at
+// least n octets in FPDU mode (the receive engine parsed them), and returns
+// how many.
+func waitReceived(t *testing.T, ns string, n uint64) uint64 {
+	t.Helper()
+	c := ctlIn(t, ns)
+	deadline := time.Now().Add(malWait)
+	for {
+		cms, err := c.CMs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got uint64
+		for _, cm := range cms {
+			got += cm.RxBytes
+		}
+		if got >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s received %d octets, not %d, within %v", ns, got, n, malWait)
+		}
+		time.Sleep(5 * time.Millisecond) // receiving raises no event
+	}
+}
+
 // A peer sends the first part of a tagged Write to a valid region and
-// stalls in the middle of the FPDU. Deregistering that region returns at
-// once; what arrives afterwards is not placed: the STag is gone, so the
-// target terminates (DDP tagged, invalid STag) instead.
+// stalls in the middle of the FPDU (CRC on: the target has parsed the
+// header and holds the payload so far until the CRC, placing nothing).
+// Deregistering that region returns at once; when the rest arrives nothing
+// is placed: the STag is gone, so the target terminates (DDP tagged,
+// invalid STag) instead.
 func hardStalledWrite(t *testing.T, tp *Topology) {
 	const n = 8000
 	m := newMalTarget(t, tp, 64<<10, true, nil)
@@ -132,14 +160,18 @@ func hardStalledWrite(t *testing.T, tp *Topology) {
 	u := wire.AppendSegment(nil, &s)
 	b := p.fr.Append(nil, u)
 	const first = 1000
-	placed := first - 2 - wire.DDPTaggedHeaderLen // after the ULPDU length and the header
+	before := waitReceived(t, tp.B, 0)
 	p.write(b[:first])
-	waitBytes(t, m.e.buf[:placed], payload[:placed])
+	waitReceived(t, tp.B, before+first)
+	untouched := bytes.Repeat([]byte{0xEE}, n) // newRdmaEnd's fill
+	if !bytes.Equal(m.e.buf[:n], untouched) {
+		t.Fatal("octets of a Write were placed before its FPDU's CRC was checked")
+	}
 	deregWithin(t, m.e.mr, "region under a stalled Write")
 	p.write(b[first:])
 	st := p.drain()
 	checkTermStream(t, st, wire.TerminateError{Layer: wire.LayerDDP, EType: 1, ECode: 0x00}, u)
-	if !bytes.Equal(m.e.buf[placed:n], bytes.Repeat([]byte{0xEE}, n-placed)) { // newRdmaEnd's fill
+	if !bytes.Equal(m.e.buf[:n], untouched) {
 		t.Fatal("octets of the Write were placed after the region was deregistered")
 	}
 	m.e.checkGuards(t)

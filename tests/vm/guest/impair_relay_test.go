@@ -18,6 +18,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/iwarp/iwarp/userlib"
 	"github.com/iwarp/iwarp/wire"
@@ -396,7 +397,7 @@ func setMTU(ns, dev string, mtu int) error {
 		return err
 	}
 	defer h.Close()
-	nh, err := netlink.NewHandleAt(h)
+	nh, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
 	if err != nil {
 		return err
 	}
