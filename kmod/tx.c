@@ -617,6 +617,7 @@ static bool iwarp_tx_idle(struct iwarp_conn *conn)
 /* Fills the buffer; true if something was framed. */
 static int iwarp_tx_fill(struct iwarp_conn *conn)
 {
+	bool fresh = !conn->txpage;	/* a buffer is taken for this batch */
 	bool framed, any = false;
 	int err, n;
 
@@ -634,7 +635,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 			return err;
 		any |= framed;
 		if (conn->rtr_wait)
-			break;	/* responder in P2P: nothing before the RTR */
+			return any;	/* responder in P2P: nothing before the RTR */
 		/* The room checked was for one FPDU, which it may have taken. */
 		if (framed && !iwarp_tx_room(conn, iwarp_tx_lim(conn)))
 			break;
@@ -644,7 +645,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 				return n;
 			if (!n) {
 				if (!framed)
-					break;
+					return any;	/* nothing more to frame */
 				continue;
 			}
 			if (!conn->cur_active) {	/* completed at once */
@@ -657,6 +658,9 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 			return err;
 		any = true;
 	}
+	/* Out of room: the batch was larger than the buffer taken for it. */
+	if (fresh && conn->txpage)
+		conn->txgrow = true;
 	return any;
 }
 
