@@ -73,8 +73,8 @@ struct socket;
  * its pages handed to TCP by reference (no second copy); TCP drops its
  * references once the data is acknowledged. A connection takes a buffer
  * when it has something to send: a page first, then larger ones up to
- * IWARP_TXBUF_ORDER while more is in flight than it holds, smaller ones
- * when an allocation fails (FPDUs are sized to fit). It keeps up to
+ * IWARP_TXBUF_ORDER while its batches fill them, smaller ones when an
+ * allocation fails (FPDUs are sized to fit). It keeps up to
  * IWARP_TXBUF_CACHE of them for reuse while busy and gives them all back
  * once its transmit engine has been idle for IWARP_TXBUF_IDLE_MS.
  */
@@ -189,7 +189,8 @@ struct iwarp_conn {
 	struct page *txpage;		/* the buffer framed into, or NULL */
 	struct page *txcache[IWARP_TXBUF_CACHE];	/* txpage is one of these */
 	u8 txcache_next;		/* the slot a new buffer replaces */
-	u8 txorder;			/* the order of the next new buffer */
+	u8 txorder;			/* the order buffers are taken with */
+	bool txgrow;			/* one was filled by one batch: larger */
 	u8 *txbuf;			/* its address */
 	u32 txsize;			/* its octets */
 	u32 txfit;			/* the largest ULPDU an empty one holds */

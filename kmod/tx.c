@@ -619,6 +619,7 @@ static bool iwarp_tx_idle(struct iwarp_conn *conn)
 /* Fills the buffer; true if something was framed. */
 static int iwarp_tx_fill(struct iwarp_conn *conn)
 {
+	bool fresh = !conn->txpage;	/* a buffer is taken for this batch */
 	bool framed, any = false;
 	int err, n;
 
@@ -636,7 +637,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 			return err;
 		any |= framed;
 		if (conn->rtr_wait)
-			break;	/* responder in P2P: nothing before the RTR */
+			return any;	/* responder in P2P: nothing before the RTR */
 		/*
 		 * The room checked above was for one FPDU, which a Read
 		 * Response may just have taken: the SQ's goes in the next
@@ -650,7 +651,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 				return n;
 			if (!n) {
 				if (!framed)
-					break;
+					return any;	/* nothing more to frame */
 				continue;
 			}
 			if (!conn->cur_active) {	/* completed at once */
@@ -663,6 +664,9 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 			return err;
 		any = true;
 	}
+	/* Out of room: the batch was larger than the buffer taken for it. */
+	if (fresh && conn->txpage)
+		conn->txgrow = true;
 	return any;
 }
 

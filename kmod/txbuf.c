@@ -5,10 +5,16 @@
  *
  * A connection holds none until it has something to send. The engine then
  * takes one (iwarp_tx_buf()): a kept one TCP let go of, else a new one.
- * New buffers start at a page and each is four times as large as the one
- * before, up to IWARP_TXBUF_ORDER: a connection that sends little at a time
- * frames into one page, reused as soon as TCP lets go of it, and one that
- * streams reaches the largest size after three buffers. When an allocation
+ * Buffers start at a page; when one taken for a batch is filled by that
+ * batch (the engine had more to frame than it holds: tx.c sets txgrow),
+ * the next is four times as large, up to IWARP_TXBUF_ORDER, and from then
+ * on only buffers of that size are used (smaller ones would cut the
+ * batches short, and are the first replaced). A connection that sends a
+ * message at a time frames into one page, reused once TCP lets go of it;
+ * one that streams reaches the largest size at its fourth buffer. The
+ * size of the batches decides, not how long TCP holds the pages: over a
+ * local path the peer's acknowledgment often comes back before the send
+ * returns. When an allocation
  * fails, the largest smaller order that can be had is taken, down to a
  * single page: FPDUs are sized to what the buffer holds (iwarp_tx_lim()),
  * which the framing allows since an FPDU may always be shorter than the
@@ -88,20 +94,30 @@ static struct page *iwarp_txbuf_alloc(unsigned int order)
 	return page;
 }
 
-/* The largest kept buffer TCP let go of; or -1. */
-static int iwarp_txbuf_free_slot(struct iwarp_conn *conn)
+/* The largest kept buffer TCP let go of, of at least @order; or -1. */
+static int iwarp_txbuf_free_slot(struct iwarp_conn *conn, unsigned int order)
 {
 	int i, best = -1;
 
 	for (i = 0; i < IWARP_TXBUF_CACHE; i++) {
 		struct page *page = conn->txcache[i];
 
-		if (!page || page_count(page) != 1)
+		if (!page || page_count(page) != 1 || compound_order(page) < order)
 			continue;
 		if (best < 0 || compound_order(page) > compound_order(conn->txcache[best]))
 			best = i;
 	}
 	return best;
+}
+
+static bool iwarp_tx_buf_held(const struct iwarp_conn *conn)
+{
+	int i;
+
+	for (i = 0; i < IWARP_TXBUF_CACHE; i++)
+		if (conn->txcache[i])
+			return true;
+	return false;
 }
 
 /* The slot a new buffer takes: an empty one, else the smallest buffer's. */
@@ -125,27 +141,34 @@ int iwarp_tx_buf(struct iwarp_conn *conn)
 {
 	unsigned int top = min_t(unsigned int, READ_ONCE(iwarp_txbuf_max_order),
 				 IWARP_TXBUF_ORDER);
-	unsigned int order = min_t(unsigned int, conn->txorder, top);
+	unsigned int order;
 	struct page *page;
 	int slot;
 
 	if (conn->txpage)
 		return 0;
-	slot = iwarp_txbuf_free_slot(conn);
+	/* The last buffer was too small for one batch: four times as large. */
+	if (conn->txgrow) {
+		conn->txorder = min(conn->txorder + 2, IWARP_TXBUF_ORDER);
+		conn->txgrow = false;
+	}
+	/* Only buffers of that size: smaller ones would cut the batches. */
+	order = min_t(unsigned int, conn->txorder, top);
+	slot = iwarp_txbuf_free_slot(conn, order);
 	if (slot >= 0)
 		goto use;
 	/*
-	 * Every buffer kept is in TCP's hands: more is in flight than they
-	 * hold. A new one, four times as large as the last (a connection
-	 * sending little never takes more than a page), else the largest
-	 * smaller one to be had.
+	 * Every such buffer is in TCP's hands (or there is none yet): a new
+	 * one, else the largest kept one TCP let go of, else the largest
+	 * smaller new one to be had.
 	 */
 	page = iwarp_txbuf_alloc(order);
-	if (page) {
-		conn->txorder = min_t(unsigned int, order + 2, IWARP_TXBUF_ORDER);
-	} else {
+	if (!page) {
 		if (order)
 			atomic_long_inc(&iwarp_txbuf_stats.fallbacks);
+		slot = iwarp_txbuf_free_slot(conn, 0);
+		if (slot >= 0)
+			goto use;
 		while (!page && order--)
 			page = iwarp_txbuf_alloc(order);
 		if (!page)
@@ -192,17 +215,8 @@ void iwarp_tx_buf_trim(struct iwarp_conn *conn)
 	}
 	if (!keep)
 		iwarp_tx_buf_retire(conn);
-	conn->txorder = 0;	/* the next busy spell starts small again */
-}
-
-static bool iwarp_tx_buf_held(const struct iwarp_conn *conn)
-{
-	int i;
-
-	for (i = 0; i < IWARP_TXBUF_CACHE; i++)
-		if (conn->txcache[i])
-			return true;
-	return false;
+	conn->txorder = 0;	/* the next busy spell starts at a page again */
+	conn->txgrow = false;
 }
 
 /* Queues txbuf_work @delay from now, with a reference the work drops. */
