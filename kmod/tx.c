@@ -558,6 +558,20 @@ static int iwarp_tx_term(struct iwarp_conn *conn)
 /* ---------------------------------------------------------------- the loop */
 
 /*
+ * No Terminate can go out any more (the stream failed, or no buffer): under
+ * conn->lock, as the receive engine may be setting term_pending for one.
+ */
+static void iwarp_tx_term_give_up(struct iwarp_conn *conn)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->term_pending = false;
+	conn->term_done = true;
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+/*
  * Hands the buffer to TCP by reference, page by page: 0 when all of it
  * went (TCP holds its references until it is done with it; the buffer is
  * not framed into again before that), -EAGAIN, or an error.
@@ -707,8 +721,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			pr_debug("qp %u: transmit failed: %d\n", conn->qp->id, err);
 			/* reused only once TCP let go of it */
 			iwarp_tx_buf_retire(conn);
-			conn->term_pending = false;
-			conn->term_done = true;
+			iwarp_tx_term_give_up(conn);
 			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
 		}
 		if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS) {
@@ -726,8 +739,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 		err = iwarp_tx_fill(conn);
 		if (err == -ENOMEM) {
 			/* No memory for a buffer: nothing can be framed. */
-			conn->term_pending = false;
-			conn->term_done = true;
+			iwarp_tx_term_give_up(conn);
 			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
 		}
 		if (err < 0)
