@@ -93,27 +93,7 @@ func deathChild(spec string) error {
 	if err != nil {
 		return err
 	}
-	c, err := userlib.Open()
-	if err != nil {
-		return err
-	}
-	pd, err := c.AllocPD()
-	if err != nil {
-		return err
-	}
-	cq, err := c.CreateCQ(256)
-	if err != nil {
-		return err
-	}
-	qp, err := c.CreateQP(pd, cq, cq, userlib.QPConfig{SQEntries: 64, RQEntries: 64})
-	if err != nil {
-		return err
-	}
-	mem, err := userlib.Alloc(deathSize)
-	if err != nil {
-		return err
-	}
-	mr, err := pd.RegisterMR(mem.Bytes(), rdmaAccess)
+	c, qp, cq, mr, err := openChildEnd(deathSize, 64)
 	if err != nil {
 		return err
 	}

@@ -398,6 +398,34 @@ func TestHardeningRaces(t *testing.T) {
 	t.Run("doorbell-vs-disconnect", func(t *testing.T) { raceDoorbellDisconnect(t, tp) })
 }
 
+// listenUnderClose listens on addr while another goroutine keeps sending
+// LISTEN_CLOSE for id on c2 until the listen returns: the listener's id,
+// and whether one of those closes succeeded.
+func (r *rawCtx) listenUnderClose(c2 *genetlink.Conn, fam2 uint16, id uint32, addr netip.AddrPort) (uint32, bool, error) {
+	var closed atomic.Bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if r.listenClose(c2, fam2, id) == nil {
+				closed.Store(true)
+				return
+			}
+		}
+	}()
+	next, err := r.listen(r.nl, r.fam, addr)
+	close(stop)
+	wg.Wait()
+	return next, closed.Load(), err
+}
+
 // A LISTEN_CLOSE aimed at the id the next LISTEN will get, spinning while
 // that LISTEN builds the listener: the id names nothing until the listener
 // is published, so the close finds either nothing or a whole listener.
@@ -416,33 +444,13 @@ func raceListenClose(t *testing.T, tp *Topology) {
 		if err := r.listenClose(r.nl, r.fam, id); err != nil {
 			t.Fatalf("round %d: close: %v", i, err)
 		}
-		var closed atomic.Bool
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if r.listenClose(c2, fam2, id+1) == nil {
-					closed.Store(true)
-					return
-				}
-			}
-		}()
-		next, err := r.listen(r.nl, r.fam, addr)
-		close(stop)
-		wg.Wait()
+		next, closed, err := r.listenUnderClose(c2, fam2, id+1, addr)
 		if err != nil {
 			t.Fatalf("round %d: listen under a racing close: %v", i, err)
 		}
 		if err := r.listenClose(r.nl, r.fam, next); err != nil {
-			if !closed.Load() || next != id+1 || !errors.Is(err, syscall.ENOENT) {
-				t.Fatalf("round %d: closing listener %d: %v (racing close succeeded: %v)", i, next, err, closed.Load())
+			if !closed || next != id+1 || !errors.Is(err, syscall.ENOENT) {
+				t.Fatalf("round %d: closing listener %d: %v (racing close succeeded: %v)", i, next, err, closed)
 			}
 			early++
 		}

@@ -161,27 +161,7 @@ func init() {
 // STag, as the Accept's private data.
 func killChild(server netip.AddrPort) error {
 	const size = 1 << 20
-	c, err := userlib.Open()
-	if err != nil {
-		return err
-	}
-	pd, err := c.AllocPD()
-	if err != nil {
-		return err
-	}
-	cq, err := c.CreateCQ(256)
-	if err != nil {
-		return err
-	}
-	qp, err := c.CreateQP(pd, cq, cq, userlib.QPConfig{SQEntries: 64, RQEntries: 16})
-	if err != nil {
-		return err
-	}
-	mem, err := userlib.Alloc(size)
-	if err != nil {
-		return err
-	}
-	mr, err := pd.RegisterMR(mem.Bytes(), rdmaAccess)
+	_, qp, cq, mr, err := openChildEnd(size, 16)
 	if err != nil {
 		return err
 	}
@@ -372,4 +352,35 @@ func ownedBy(t *testing.T, ns string, pid uint32) string {
 	}
 	add("CM objects", n, err)
 	return fmt.Sprint(out)[1 : len(fmt.Sprint(out))-1]
+}
+
+// openChildEnd is a child process's side of a connection: a context, a PD,
+// one CQ of 256 for both queues, a QP (SQ 64, RQ rq) and a registered
+// region of size octets with rdmaAccess.
+func openChildEnd(size, rq int) (*userlib.Context, *userlib.QP, *userlib.CQ, *userlib.MR, error) {
+	c, err := userlib.Open()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	pd, err := c.AllocPD()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cq, err := c.CreateCQ(256)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	qp, err := c.CreateQP(pd, cq, cq, userlib.QPConfig{SQEntries: 64, RQEntries: rq})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	mem, err := userlib.Alloc(size)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	mr, err := pd.RegisterMR(mem.Bytes(), rdmaAccess)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return c, qp, cq, mr, nil
 }

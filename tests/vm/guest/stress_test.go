@@ -424,32 +424,12 @@ func stressListenClose(r *stressRun, ns string, rng *rand.Rand) {
 		}
 		// The next listen's id closed from the other socket, spinning
 		// while that listen builds its listener.
-		var took atomic.Bool
-		spin := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-spin:
-					return
-				default:
-				}
-				if rc.listenClose(c2, fam2, id+1) == nil {
-					took.Store(true)
-					return
-				}
-			}
-		}()
-		next, err := rc.listen(rc.nl, rc.fam, addr)
-		close(spin)
-		wg.Wait()
+		next, took, err := rc.listenUnderClose(c2, fam2, id+1, addr)
 		r.count("raw listen under a racing close", err)
 		if err != nil {
 			continue
 		}
-		if took.Load() && next == id+1 {
+		if took && next == id+1 {
 			r.count("raw listen closed by the racing close", nil)
 			continue
 		}
