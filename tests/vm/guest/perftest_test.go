@@ -159,10 +159,15 @@ func checkPerftest(t *testing.T, who, out string, c ptCase) {
 		// t_min t_max t_typical t_avg ...
 		ok = ok && len(row.figures) >= 4 && row.figures[0] > 0 && row.figures[2] > 0 && row.figures[3] > 0
 	} else {
-		// BW peak, BW average, MsgRate. ib_send_bw's sender prints
-		// zeros now and then (observed, against siw and in make bench
-		// alike): its receiver's report, iwarp-perf's here, counts.
-		zeroOK := c.tool == "ib_send_bw" && strings.HasSuffix(who, " client")
+		// BW peak, BW average, MsgRate. ib_send_bw prints zeros now and
+		// then on either side (observed, against siw and in make bench
+		// alike). Its receiver times the run from its own first
+		// completion: with as many receives posted as messages, all of
+		// them can be there by its first poll, and the window shrinks to
+		// nothing (its 4 KiB row has reported 10.55 Gb/s on a link that
+		// carries 0.08). The count of messages must still be right, and
+		// the other side's report, iwarp-perf's here, counts.
+		zeroOK := c.tool == "ib_send_bw"
 		ok = ok && len(row.figures) >= 3 && (zeroOK || row.figures[1] > 0 && row.figures[2] > 0)
 	}
 	if !ok {
