@@ -85,7 +85,8 @@ struct socket;
  * With CRC, a received FPDU's payload waits for its CRC in order-0 pages
  * taken at its header, as many as it needs (ULPDU_Length has 16 bits), and
  * given back once a read of the socket ends between FPDUs (rx.c): an idle
- * connection holds none.
+ * connection holds none. Taken in softirq without sleeping; when that
+ * fails, the engine stops at the header and rx_work takes them.
  */
 #define IWARP_RX_STAGE_PAGES	DIV_ROUND_UP(65536, PAGE_SIZE)
 
@@ -242,6 +243,7 @@ struct iwarp_conn {
 	u32 rx_mo;
 	struct page *rx_stage[IWARP_RX_STAGE_PAGES]; /* CRC on: payload until checked */
 	bool rx_staged;			/* an FPDU's payload is being staged */
+	bool rx_stage_wait;		/* stopped at a header: rx_work takes its pages */
 	u32 rreq_msn;			/* next expected MSN on QN 1 */
 	u32 term_msn;			/* next expected MSN on QN 2 */
 	u32 term_fill;
@@ -335,6 +337,9 @@ void iwarp_tx_buf_free(struct iwarp_conn *conn);
 void iwarp_rx_work(struct work_struct *work);
 void iwarp_rx_read(struct iwarp_conn *conn);
 void iwarp_rx_stage_free(struct iwarp_conn *conn);
+/* debugfs: headers whose stage pages a task took; 0 disables softirq allocation. */
+extern atomic_long_t iwarp_rx_stage_deferred;
+extern u8 iwarp_rx_stage_atomic;
 /* From sk_data_ready, with the socket locked by TCP: never sleeps. */
 void iwarp_rx_direct(struct iwarp_conn *conn);
 /* Ends the RQE in progress with @status (a completion). */

@@ -6,11 +6,14 @@
  *   txbuf_pages N           pages of the transmit buffers connections hold
  *   txbuf_allocs_order<k> N transmit buffers allocated, by order
  *   txbuf_fallbacks N       largest-order allocations that failed
+ *   rx_stage_deferred N     FPDU headers whose CRC stage pages a task took
+ *                           (the allocation in softirq failed)
  *
- * and <debugfs>/iwarp/txbuf_max_order (read-write, default and at most
- * IWARP_TXBUF_ORDER), the largest order a transmit buffer is taken with:
- * tests set it lower to frame into small buffers as when the high-order
- * allocations fail.
+ * and two knobs (read-write), for tests: txbuf_max_order (default and at
+ * most IWARP_TXBUF_ORDER), the largest order a transmit buffer is taken
+ * with, set lower to frame into small buffers as when the high-order
+ * allocations fail; rx_stage_atomic (default 1), set to 0 so that no stage
+ * page is taken in softirq, as when those allocations fail.
  */
 
 #include <linux/debugfs.h>
@@ -33,6 +36,7 @@ static int iwarp_memory_show(struct seq_file *m, void *v)
 		seq_printf(m, "txbuf_allocs_order%d %ld\n", order,
 			   atomic_long_read(&iwarp_txbuf_stats.allocs[order]));
 	seq_printf(m, "txbuf_fallbacks %ld\n", atomic_long_read(&iwarp_txbuf_stats.fallbacks));
+	seq_printf(m, "rx_stage_deferred %ld\n", atomic_long_read(&iwarp_rx_stage_deferred));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(iwarp_memory);
@@ -43,6 +47,7 @@ void iwarp_debugfs_init(void)
 	iwarp_debugfs_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("memory", 0400, iwarp_debugfs_dir, NULL, &iwarp_memory_fops);
 	debugfs_create_u8("txbuf_max_order", 0600, iwarp_debugfs_dir, &iwarp_txbuf_max_order);
+	debugfs_create_u8("rx_stage_atomic", 0600, iwarp_debugfs_dir, &iwarp_rx_stage_atomic);
 }
 
 void iwarp_debugfs_exit(void)

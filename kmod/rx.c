@@ -348,12 +348,16 @@ static bool iwarp_rx_staging(const struct iwarp_conn *conn)
 	       (conn->rx_target == IWARP_RXT_MR || conn->rx_target == IWARP_RXT_RQE);
 }
 
+/* Headers whose stage pages the engine left to a task (debugfs). */
+atomic_long_t iwarp_rx_stage_deferred = ATOMIC_LONG_INIT(0);
+/* 0: the engine takes no stage page in softirq (debugfs, for tests). */
+u8 iwarp_rx_stage_atomic = 1;
+
 /*
- * At a header to stage: the pages for its payload. Atomic (softirq); an
- * allocation failure ends the stream (a local catastrophic error) rather
- * than place octets whose CRC is not known yet.
+ * At a header to stage: the pages for its payload. In softirq (@atomic)
+ * -ENOMEM leaves those taken so far; a task takes the rest (rx_work).
  */
-static int iwarp_rx_stage_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+static int iwarp_rx_stage_take(struct iwarp_conn *conn, bool atomic)
 {
 	u32 i, n = DIV_ROUND_UP(conn->rmsg.payload_len, PAGE_SIZE);
 
@@ -363,15 +367,35 @@ static int iwarp_rx_stage_take(struct iwarp_conn *conn, const struct iwp_rx_ev *
 	for (i = 0; i < n; i++) {
 		if (conn->rx_stage[i])
 			continue;
-		conn->rx_stage[i] = alloc_page(GFP_ATOMIC | __GFP_NOWARN);
-		if (!conn->rx_stage[i]) {
-			pr_warn_ratelimited("cm %u: no memory to stage an FPDU\n", conn->id);
-			return iwarp_rx_violation(conn, NULL, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
-						  IWP_LLP_EC_CATASTROPHIC);
-		}
+		if (atomic && !READ_ONCE(iwarp_rx_stage_atomic))
+			return -ENOMEM;
+		conn->rx_stage[i] = alloc_page((atomic ? GFP_ATOMIC : GFP_KERNEL) |
+					       __GFP_NOWARN);
+		if (!conn->rx_stage[i])
+			return -ENOMEM;
 	}
 	conn->rx_staged = true;
 	return 0;
+}
+
+/*
+ * From a task, with the socket locked: the pages the engine could not take
+ * in softirq for the FPDU it stopped at. Failing that, the stream ends (a
+ * local catastrophic error) rather than place octets whose CRC is not
+ * known yet.
+ */
+static void iwarp_rx_stage_resume(struct iwarp_conn *conn)
+{
+	if (!conn->rx_stage_wait)
+		return;
+	conn->rx_stage_wait = false;
+	if (conn->rx_bad)
+		return;
+	if (iwarp_rx_stage_take(conn, false) == -ENOMEM) {
+		pr_warn_ratelimited("cm %u: no memory to stage an FPDU\n", conn->id);
+		iwarp_rx_violation(conn, NULL, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
+				   IWP_LLP_EC_CATASTROPHIC);
+	}
 }
 
 /* The stage's pages back, unless an FPDU is halfway through it. */
@@ -579,11 +603,16 @@ static void iwarp_rx_established(struct iwarp_conn *conn)
 	iwarp_tx_kick(conn);
 }
 
-/* Feeds one chunk of the stream; false once the stream is in error. */
-static bool iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n)
+/*
+ * Feeds one chunk of the stream: 0 when all of it was used, -EAGAIN when
+ * the engine stopped at a header whose stage pages a task has to take
+ * (*used octets were used), -EBADMSG once the stream is in error.
+ */
+static int iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n, size_t *used)
 {
 	struct iwp_rx_ev ev;
-	int t;
+	size_t len = n;
+	int t, err;
 
 	do {
 		t = iwp_mpa_rx_next(&conn->mrx, p, n, &ev);
@@ -592,35 +621,49 @@ static bool iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n)
 		switch (t) {
 		case IWP_RX_HDR:
 			if (iwarp_rx_hdr(conn, &ev))
-				return false;
-			if (iwarp_rx_staging(conn) && conn->rmsg.payload_len &&
-			    iwarp_rx_stage_take(conn, &ev))
-				return false;
+				return -EBADMSG;
+			if (!iwarp_rx_staging(conn) || !conn->rmsg.payload_len)
+				break;
+			err = iwarp_rx_stage_take(conn, true);
+			if (err == -ENOMEM) {
+				/* Not in softirq: rx_work takes them, then reads on. */
+				atomic_long_inc(&iwarp_rx_stage_deferred);
+				conn->rx_stage_wait = true;
+				*used = len - n;
+				return -EAGAIN;
+			}
+			if (err)
+				return err;
 			break;
 		case IWP_RX_DATA:
 			if (iwarp_rx_data(conn, &ev))
-				return false;
+				return -EBADMSG;
 			break;
 		case IWP_RX_END:
 			conn->stats.rx_fpdus++;
 			/* CRC checked: what was staged may be placed now. */
 			if (iwarp_rx_staging(conn) && conn->rmsg.payload_len &&
 			    iwarp_rx_stage_place(conn, ev.ulpdu_len))
-				return false;
+				return -EBADMSG;
 			if (iwarp_rx_end(conn, &ev))
-				return false;
+				return -EBADMSG;
 			break;
 		case IWP_RX_ERROR:
 			if (ev.term.layer == IWP_LAYER_LLP && ev.term.ecode == IWP_LLP_EC_CRC)
 				conn->stats.crc_errors++;
 			iwarp_rx_violation(conn, NULL, ev.term.layer, ev.term.etype,
 					   ev.term.ecode);
-			return false;
+			return -EBADMSG;
 		}
 	} while (t != IWP_RX_NEED);
-	return true;
+	*used = len;
+	return 0;
 }
 
+/*
+ * tcp_read_sock()'s actor: what it returns is consumed; 0 stops the read
+ * (the engine waits for stage pages), the rest of the skb stays queued.
+ */
 static int iwarp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 			  unsigned int offset, size_t len)
 {
@@ -628,17 +671,24 @@ static int iwarp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	struct skb_seq_state st;
 	unsigned int done = 0, n;
 	const u8 *data;
+	size_t used;
+	int err;
 
 	if (conn->rx_bad || READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)
 		return len;	/* discard: the stream ended in error */
+	if (conn->rx_stage_wait)
+		return 0;
 	skb_prepare_seq_read(skb, offset, offset + len, &st);
 	while ((n = skb_seq_read(done, &data, &st)) != 0) {
-		conn->stats.rx_bytes += n;
-		if (!iwarp_rx_feed(conn, data, n)) {
+		err = iwarp_rx_feed(conn, data, n, &used);
+		conn->stats.rx_bytes += used;
+		done += used;
+		if (err) {
 			skb_abort_seq_read(&st);
-			return len;
+			if (err != -EAGAIN)
+				return len;
+			break;
 		}
-		done += n;
 	}
 	/* IWP_RX_KEEP_INPUT (cm.c): the skb's octets are still ours here. */
 	iwp_mpa_rx_fold(&conn->mrx);
@@ -650,14 +700,18 @@ static int iwarp_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
  * socket locked (in softirq, or from release_sock() for the backlog), so
  * nothing here sleeps; everything the parser calls takes spinlocks and
  * allocates atomically, and work that needs a task (Read Responses,
- * Terminates) is handed to the transmit work.
+ * Terminates, stage pages an atomic allocation did not get) is handed to
+ * the transmit work or to rx_work.
  */
 void iwarp_rx_direct(struct iwarp_conn *conn)
 {
 	read_descriptor_t desc = { .arg.data = conn, .count = 1 };
 
 	tcp_read_sock(conn->sock->sk, &desc, iwarp_rx_actor);
-	iwarp_rx_stage_trim(conn);
+	if (conn->rx_stage_wait)
+		iwarp_conn_queue(conn, iwarp_wq, &conn->rx_work);
+	else
+		iwarp_rx_stage_trim(conn);
 }
 
 /* Parses what the socket holds; called by rx_work and before a close. */
@@ -668,7 +722,18 @@ void iwarp_rx_read(struct iwarp_conn *conn)
 
 	lock_sock(sk);
 	if (!READ_ONCE(conn->closing)) {
-		tcp_read_sock(sk, &desc, iwarp_rx_actor);
+		/*
+		 * Until the queue is read or the stream fails: each pass
+		 * stages one more FPDU at least (what arrives meanwhile waits
+		 * in the backlog, for release_sock()).
+		 */
+		for (;;) {
+			iwarp_rx_stage_resume(conn);
+			tcp_read_sock(sk, &desc, iwarp_rx_actor);
+			if (!conn->rx_stage_wait)
+				break;
+			cond_resched();
+		}
 		iwarp_rx_stage_trim(conn);
 	}
 	release_sock(sk);

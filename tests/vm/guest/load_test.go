@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -468,10 +467,6 @@ func TestLoad(t *testing.T) {
 		t.Errorf("the module counts %d connection objects, want at least %d and the listener", got, ends)
 	}
 }
-
-// debugfsTxbufMaxOrder is the largest order transmit buffers are taken
-// with (kmod/debugfs.c).
-var debugfsTxbufMaxOrder = filepath.Join(filepath.Dir(iwarpMemoryFile), "txbuf_max_order")
 
 // TestLoadPerf runs iwarp-perf with a thousand connections between the
 // namespaces: RDMA Writes of 4 KiB with --verify (the server checks every

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,19 +17,20 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// setTxbufMaxOrder caps the order of the transmit buffers the module takes
-// (kmod/debugfs.c) until the test ends.
-func setTxbufMaxOrder(t *testing.T, order int) {
+// setIwarpKnob writes v to the module's debugfs knob name (kmod/debugfs.c)
+// until the test ends.
+func setIwarpKnob(t *testing.T, name string, v int) {
 	t.Helper()
-	old, err := os.ReadFile(debugfsTxbufMaxOrder)
+	file := filepath.Join(filepath.Dir(iwarpMemoryFile), name)
+	old, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(debugfsTxbufMaxOrder, []byte(strconv.Itoa(order)), 0); err != nil {
+	if err := os.WriteFile(file, []byte(strconv.Itoa(v)), 0); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := os.WriteFile(debugfsTxbufMaxOrder, []byte(strings.TrimSpace(string(old))), 0); err != nil {
+		if err := os.WriteFile(file, []byte(strings.TrimSpace(string(old))), 0); err != nil {
 			t.Error(err)
 		}
 	})
@@ -45,34 +47,10 @@ func TestTxBufSmall(t *testing.T) {
 	for _, order := range []int{0, 2} {
 		for _, path := range []string{"veth", "loopback"} {
 			t.Run(fmt.Sprintf("order=%d,%s", order, path), func(t *testing.T) {
-				tp := newTopology(t)
-				flags := ctl.FlagCRC | ctl.FlagMarkers
-				lo := tp
-				addr := netip.MustParseAddr(TopoB4)
-				if path == "veth" {
-					linkUp(t, tp, flags)
-				} else {
-					addr = netip.MustParseAddr("10.12.0.1")
-					lo = &Topology{t: t, A: tp.A, B: tp.A}
-					dummyLink(t, tp.A, "d0", addr.String()+"/24", flags)
-				}
-				size := sizes[len(sizes)-1] + matrixTail
-				a := newRdmaEnd(t, lo.A, size, rdmaAccess)
-				b := newRdmaEnd(t, lo.B, size, rdmaAccess)
-				connectPair(t, a, b, lo, addr, nil)
-				setTxbufMaxOrder(t, order)
+				lo, a, b := knobPair(t, path, ctl.FlagCRC|ctl.FlagMarkers, sizes[len(sizes)-1])
+				setIwarpKnob(t, "txbuf_max_order", order)
 				before := readIwarpMemory(t)
-				seed := byte(5)
-				for _, op := range matrixOps {
-					for _, n := range sizes {
-						seed += 13
-						if err := matrixOne(t, a, b, op, n, seed); err != nil {
-							t.Fatalf("%s of %d octets: %v", op.name, n, err)
-						}
-					}
-				}
-				a.checkGuards(t)
-				b.checkGuards(t)
+				knobMatrix(t, lo, a, b, sizes)
 				after := readIwarpMemory(t)
 				key := func(k int) string { return fmt.Sprintf("txbuf_allocs_order%d", k) }
 				for k := order + 1; k <= 5; k++ {
@@ -83,15 +61,84 @@ func TestTxBufSmall(t *testing.T) {
 				if after[key(order)] == before[key(order)] {
 					t.Errorf("no buffer of order %d taken: %v", order, after)
 				}
-				for _, ns := range []string{lo.A, lo.B} {
-					for _, cm := range connsIn(t, ns) {
-						if cm.CRCErrors != 0 || cm.TermSent != nil || cm.TermRcvd != nil {
-							t.Fatalf("%s: connection %d counters: %+v", ns, cm.ID, cm.Stats)
-						}
-					}
-				}
 				t.Logf("order %d buffers taken: %d", order, after[key(order)]-before[key(order)])
 			})
+		}
+	}
+}
+
+// TestRxStageTask receives with CRC on while the module takes no stage page
+// in softirq, as when those atomic allocations fail: the receive engine
+// stops at the header of each FPDU that needs more pages and its rx_work
+// takes them, then reads on. Every opcode and size up to 1 MiB, markers on
+// and off, over the veth and over loopback (FPDUs near 64 KiB, sixteen
+// pages each), each octet verified; the module's counter shows the
+// deferrals happened.
+func TestRxStageTask(t *testing.T) {
+	sizes := []int{1, 4095, 4097, 65535, 1 << 20}
+	for _, markers := range []bool{false, true} {
+		for _, path := range []string{"veth", "loopback"} {
+			t.Run(fmt.Sprintf("markers=%v,%s", markers, path), func(t *testing.T) {
+				flags := ctl.FlagCRC
+				if markers {
+					flags |= ctl.FlagMarkers
+				}
+				lo, a, b := knobPair(t, path, flags, sizes[len(sizes)-1])
+				setIwarpKnob(t, "rx_stage_atomic", 0)
+				before := readIwarpMemory(t)
+				knobMatrix(t, lo, a, b, sizes)
+				after := readIwarpMemory(t)
+				d := after["rx_stage_deferred"] - before["rx_stage_deferred"]
+				if d == 0 {
+					t.Fatalf("no stage allocation was left to a task: %v", after)
+				}
+				t.Logf("FPDU headers whose stage pages rx_work took: %d", d)
+			})
+		}
+	}
+}
+
+// knobPair connects two ends with flags over path: the veth between the
+// namespaces, or loopback in one (MSS near 64 KiB); each end registers
+// size octets and the matrix's tail.
+func knobPair(t *testing.T, path string, flags ctl.LinkFlags, size int) (*Topology, *rdmaEnd, *rdmaEnd) {
+	t.Helper()
+	tp := newTopology(t)
+	lo := tp
+	addr := netip.MustParseAddr(TopoB4)
+	if path == "veth" {
+		linkUp(t, tp, flags)
+	} else {
+		addr = netip.MustParseAddr("10.12.0.1")
+		lo = &Topology{t: t, A: tp.A, B: tp.A}
+		dummyLink(t, tp.A, "d0", addr.String()+"/24", flags)
+	}
+	a := newRdmaEnd(t, lo.A, size+matrixTail, rdmaAccess)
+	b := newRdmaEnd(t, lo.B, size+matrixTail, rdmaAccess)
+	connectPair(t, a, b, lo, addr, nil)
+	return lo, a, b
+}
+
+// knobMatrix runs every matrix opcode at each size from a to b, each
+// octet verified, and checks that no CRC error or Terminate happened.
+func knobMatrix(t *testing.T, lo *Topology, a, b *rdmaEnd, sizes []int) {
+	t.Helper()
+	seed := byte(5)
+	for _, op := range matrixOps {
+		for _, n := range sizes {
+			seed += 13
+			if err := matrixOne(t, a, b, op, n, seed); err != nil {
+				t.Fatalf("%s of %d octets: %v", op.name, n, err)
+			}
+		}
+	}
+	a.checkGuards(t)
+	b.checkGuards(t)
+	for _, ns := range []string{lo.A, lo.B} {
+		for _, cm := range connsIn(t, ns) {
+			if cm.CRCErrors != 0 || cm.TermSent != nil || cm.TermRcvd != nil {
+				t.Fatalf("%s: connection %d counters: %+v", ns, cm.ID, cm.Stats)
+			}
 		}
 	}
 }
