@@ -688,13 +688,15 @@ void iwarp_cm_qp_close(struct iwarp_qp *qp)
 		return;
 	/*
 	 * A reset discards what TCP has not sent yet: once our Terminate is
-	 * in the stream (the transmit engine framed it and shut the write
-	 * side after it), the stream ends in order instead, so the peer
-	 * learns why (RDMAP-11). TCP bounds the orphan (peer_timeout_ms,
-	 * tcp_fin_timeout). A racy read: a Terminate framed just after it
-	 * only loses the reset's haste.
+	 * in the stream (the transmit engine handed all of it to TCP and
+	 * shut the write side after it), the stream ends in order instead,
+	 * so the peer learns why (RDMAP-11). TCP bounds the orphan
+	 * (peer_timeout_ms, tcp_fin_timeout). One framed but not all sent
+	 * (no window) is reset with the rest: the peer never sees part of
+	 * an FPDU followed by an orderly end. A racy read: a Terminate sent
+	 * just after it only loses the orderly end.
 	 */
-	iwarp_conn_close(conn, !READ_ONCE(conn->term_done));
+	iwarp_conn_close(conn, !READ_ONCE(conn->term_sent));
 	iwarp_conn_put(conn);		/* qp->conn's */
 }
 

@@ -207,7 +207,9 @@ struct iwarp_conn {
 	u32 msn_rreq;			/* next MSN on QN 1 */
 	bool fin_sent;
 	bool rtr_pending;		/* initiator: send the RTR first */
-	unsigned long tx_last;		/* jiffies: the engine's last run */
+	bool term_framed;		/* our Terminate is in txbuf */
+	bool term_sent;			/* all of it TCP's, the write side shut */
+	unsigned long tx_last;		/* jiffies: the end of the engine's last run */
 	struct delayed_work txbuf_work;	/* gives the buffers back when idle */
 
 	/* Shared (conn->lock) */

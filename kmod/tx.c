@@ -542,6 +542,7 @@ static int iwarp_tx_term(struct iwarp_conn *conn)
 {
 	struct iwp_ddp_msg m;
 	unsigned long flags;
+	int err;
 
 	iwarp_ddp_msg_init(&m, false, IWP_OP_TERMINATE);
 	m.last = 1;
@@ -552,7 +553,10 @@ static int iwarp_tx_term(struct iwarp_conn *conn)
 	conn->term_pending = false;
 	conn->term_done = true;
 	spin_unlock_irqrestore(&conn->lock, flags);
-	return iwarp_tx_hdr_only(conn, &m);
+	err = iwarp_tx_hdr_only(conn, &m);
+	if (!err)
+		conn->term_framed = true;
+	return err;
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -710,7 +714,6 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 {
 	int err;
 
-	conn->tx_last = jiffies;
 	for (;;) {
 		iwarp_tx_mulpdu(conn);
 		err = iwarp_tx_flush(conn);
@@ -727,11 +730,22 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 		if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS) {
 			if (READ_ONCE(conn->term_pending)) {
 				err = iwarp_tx_term(conn);
+				/* None to be framed: the stream ends here. */
+				if (err)
+					kernel_sock_shutdown(conn->sock, SHUT_WR);
+			}
+			/*
+			 * Framed (now, or by a run that had to wait for room):
+			 * once all of it is TCP's, the write side ends after it.
+			 */
+			if (conn->term_framed && !conn->term_sent) {
 				if (!err)
 					err = iwarp_tx_flush(conn);
 				if (err == -EAGAIN)
-					return;
+					return;	/* sk_write_space kicks us again */
 				kernel_sock_shutdown(conn->sock, SHUT_WR);
+				conn->term_framed = false;
+				WRITE_ONCE(conn->term_sent, !err);
 			}
 			iwarp_conn_flush(conn, false);
 			return;
@@ -759,10 +773,13 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
  */
 static void iwarp_tx_locked(struct iwarp_conn *conn)
 {
-	if (conn->stopped)
+	if (conn->stopped) {
 		iwarp_conn_flush(conn, true);
-	else if (conn->fpdu_mode && !READ_ONCE(conn->closing))
+	} else if (conn->fpdu_mode && !READ_ONCE(conn->closing)) {
 		iwarp_tx_run(conn);
+		/* After the run: one that took long was not idle (txbuf.c). */
+		conn->tx_last = jiffies;
+	}
 }
 
 void iwarp_tx_work(struct work_struct *work)
