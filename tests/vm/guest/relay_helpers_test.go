@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 
 	"github.com/iwarp/iwarp/wire"
 )
@@ -52,20 +51,7 @@ func newRelayTopology(t *testing.T) *RelayTopology {
 	t.Helper()
 	id := fmt.Sprintf("iwrel%d-%d", os.Getpid()%10000, topoSeq.Add(1))
 	rt := &RelayTopology{Topology: &Topology{t: t, A: id + "-a", B: id + "-b"}, R: id + "-r"}
-	handles := map[string]netns.NsHandle{}
-	for _, name := range []string{rt.A, rt.R, rt.B} {
-		h, err := addNamedNetns(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		handles[name] = h
-		t.Cleanup(func() {
-			h.Close()
-			if err := delNamedNetns(name); err != nil {
-				t.Errorf("removing netns %s: %v", name, err)
-			}
-		})
-	}
+	handles := namedNetns(t, rt.A, rt.R, rt.B)
 	for _, p := range []struct{ ns1, dev1, ns2, dev2 string }{
 		{rt.A, "va", rt.R, "ra"},
 		{rt.B, "vb", rt.R, "rb"},

@@ -44,15 +44,12 @@ const (
 
 var topoSeq atomic.Int32
 
-// newTopology creates the two namespaces and the veth pair and removes them
-// when the test ends. It talks netlink itself: under emulation every exec
-// of ip costs a fifth of a second.
-func newTopology(t *testing.T) *Topology {
+// namedNetns creates named network namespaces and removes them when the
+// test ends: their handles, by name.
+func namedNetns(t *testing.T, names ...string) map[string]netns.NsHandle {
 	t.Helper()
-	id := fmt.Sprintf("iwtopo%d-%d", os.Getpid()%10000, topoSeq.Add(1))
-	tp := &Topology{t: t, A: id + "-a", B: id + "-b"}
 	handles := map[string]netns.NsHandle{}
-	for _, name := range []string{tp.A, tp.B} {
+	for _, name := range names {
 		h, err := addNamedNetns(name)
 		if err != nil {
 			t.Fatal(err)
@@ -65,6 +62,17 @@ func newTopology(t *testing.T) *Topology {
 			}
 		})
 	}
+	return handles
+}
+
+// newTopology creates the two namespaces and the veth pair and removes them
+// when the test ends. It talks netlink itself: under emulation every exec
+// of ip costs a fifth of a second.
+func newTopology(t *testing.T) *Topology {
+	t.Helper()
+	id := fmt.Sprintf("iwtopo%d-%d", os.Getpid()%10000, topoSeq.Add(1))
+	tp := &Topology{t: t, A: id + "-a", B: id + "-b"}
+	handles := namedNetns(t, tp.A, tp.B)
 	veth := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: "va", Namespace: netlink.NsFd(handles[tp.A])},
 		PeerName:      "vb",
