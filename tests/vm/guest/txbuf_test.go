@@ -50,7 +50,7 @@ func TestTxBufSmall(t *testing.T) {
 				lo, a, b := knobPair(t, path, ctl.FlagCRC|ctl.FlagMarkers, sizes[len(sizes)-1])
 				setIwarpKnob(t, "txbuf_max_order", order)
 				before := readIwarpMemory(t)
-				knobMatrix(t, lo, a, b, sizes)
+				matrixAll(t, lo, a, b, sizes)
 				after := readIwarpMemory(t)
 				key := func(k int) string { return fmt.Sprintf("txbuf_allocs_order%d", k) }
 				for k := order + 1; k <= 5; k++ {
@@ -86,7 +86,7 @@ func TestRxStageTask(t *testing.T) {
 				lo, a, b := knobPair(t, path, flags, sizes[len(sizes)-1])
 				setIwarpKnob(t, "rx_stage_atomic", 0)
 				before := readIwarpMemory(t)
-				knobMatrix(t, lo, a, b, sizes)
+				matrixAll(t, lo, a, b, sizes)
 				after := readIwarpMemory(t)
 				d := after["rx_stage_deferred"] - before["rx_stage_deferred"]
 				if d == 0 {
@@ -117,30 +117,6 @@ func knobPair(t *testing.T, path string, flags ctl.LinkFlags, size int) (*Topolo
 	b := newRdmaEnd(t, lo.B, size+matrixTail, rdmaAccess)
 	connectPair(t, a, b, lo, addr, nil)
 	return lo, a, b
-}
-
-// knobMatrix runs every matrix opcode at each size from a to b, each
-// octet verified, and checks that no CRC error or Terminate happened.
-func knobMatrix(t *testing.T, lo *Topology, a, b *rdmaEnd, sizes []int) {
-	t.Helper()
-	seed := byte(5)
-	for _, op := range matrixOps {
-		for _, n := range sizes {
-			seed += 13
-			if err := matrixOne(t, a, b, op, n, seed); err != nil {
-				t.Fatalf("%s of %d octets: %v", op.name, n, err)
-			}
-		}
-	}
-	a.checkGuards(t)
-	b.checkGuards(t)
-	for _, ns := range []string{lo.A, lo.B} {
-		for _, cm := range connsIn(t, ns) {
-			if cm.CRCErrors != 0 || cm.TermSent != nil || cm.TermRcvd != nil {
-				t.Fatalf("%s: connection %d counters: %+v", ns, cm.ID, cm.Stats)
-			}
-		}
-	}
 }
 
 // dummyLink adds a dummy device with addr in netns ns and an iwarp link on
