@@ -429,7 +429,11 @@ void iwarp_cm_close_work(struct work_struct *work)
 			iwarp_rx_read(conn);
 		mutex_unlock(&conn->cm_lock);
 	}
-	iwarp_conn_close(conn, false);
+	/*
+	 * In order, unless our Terminate is framed but not all sent (no
+	 * window): the peer never sees part of an FPDU and an orderly end.
+	 */
+	iwarp_conn_close(conn, READ_ONCE(conn->term_framed));
 	iwarp_conn_put(conn);		/* the work's */
 }
 

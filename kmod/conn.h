@@ -207,7 +207,7 @@ struct iwarp_conn {
 	u32 msn_rreq;			/* next MSN on QN 1 */
 	bool fin_sent;
 	bool rtr_pending;		/* initiator: send the RTR first */
-	bool term_framed;		/* our Terminate is in txbuf */
+	bool term_framed;		/* our Terminate is in txbuf, not all sent */
 	bool term_sent;			/* all of it TCP's, the write side shut */
 	unsigned long tx_last;		/* jiffies: the end of the engine's last run */
 	struct delayed_work txbuf_work;	/* gives the buffers back when idle */

@@ -6,8 +6,8 @@
  *   txbuf_pages N           pages of the transmit buffers connections hold
  *   txbuf_allocs_order<k> N transmit buffers allocated, by order
  *   txbuf_fallbacks N       largest-order allocations that failed
- *   rx_stage_deferred N     FPDU headers whose CRC stage pages a task took
- *                           (the allocation in softirq failed)
+ *   rx_stage_deferred N     FPDU headers at which the receive engine stopped
+ *                           for CRC stage pages a task then took
  *
  * and two knobs (read-write), for tests: txbuf_max_order (default and at
  * most IWARP_TXBUF_ORDER), the largest order a transmit buffer is taken

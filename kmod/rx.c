@@ -348,7 +348,7 @@ static bool iwarp_rx_staging(const struct iwarp_conn *conn)
 	       (conn->rx_target == IWARP_RXT_MR || conn->rx_target == IWARP_RXT_RQE);
 }
 
-/* Headers whose stage pages the engine left to a task (debugfs). */
+/* Headers at which the engine stopped for stage pages (debugfs). */
 atomic_long_t iwarp_rx_stage_deferred = ATOMIC_LONG_INIT(0);
 /* 0: the engine takes no stage page in softirq (debugfs, for tests). */
 u8 iwarp_rx_stage_atomic = 1;
@@ -369,8 +369,9 @@ static int iwarp_rx_stage_take(struct iwarp_conn *conn, bool atomic)
 			continue;
 		if (atomic && !READ_ONCE(iwarp_rx_stage_atomic))
 			return -ENOMEM;
-		conn->rx_stage[i] = alloc_page((atomic ? GFP_ATOMIC : GFP_KERNEL) |
-					       __GFP_NOWARN);
+		/* A task may reclaim, not call the OOM killer for a peer. */
+		conn->rx_stage[i] = alloc_page((atomic ? GFP_ATOMIC :
+						GFP_KERNEL | __GFP_NORETRY) | __GFP_NOWARN);
 		if (!conn->rx_stage[i])
 			return -ENOMEM;
 	}
@@ -389,7 +390,8 @@ static void iwarp_rx_stage_resume(struct iwarp_conn *conn)
 	if (!conn->rx_stage_wait)
 		return;
 	conn->rx_stage_wait = false;
-	if (conn->rx_bad)
+	/* The stream ended meanwhile: the actor discards the rest. */
+	if (conn->rx_bad || READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)
 		return;
 	if (iwarp_rx_stage_take(conn, false) == -ENOMEM) {
 		pr_warn_ratelimited("cm %u: no memory to stage an FPDU\n", conn->id);
@@ -612,7 +614,7 @@ static int iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n, size_t 
 {
 	struct iwp_rx_ev ev;
 	size_t len = n;
-	int t, err;
+	int t, r, err = -EBADMSG;	/* unless it ends otherwise */
 
 	do {
 		t = iwp_mpa_rx_next(&conn->mrx, p, n, &ev);
@@ -621,43 +623,47 @@ static int iwarp_rx_feed(struct iwarp_conn *conn, const u8 *p, size_t n, size_t 
 		switch (t) {
 		case IWP_RX_HDR:
 			if (iwarp_rx_hdr(conn, &ev))
-				return -EBADMSG;
+				goto out;
 			if (!iwarp_rx_staging(conn) || !conn->rmsg.payload_len)
 				break;
-			err = iwarp_rx_stage_take(conn, true);
-			if (err == -ENOMEM) {
+			r = iwarp_rx_stage_take(conn, true);
+			if (r == -ENOMEM) {
 				/* Not in softirq: rx_work takes them, then reads on. */
 				atomic_long_inc(&iwarp_rx_stage_deferred);
 				conn->rx_stage_wait = true;
-				*used = len - n;
-				return -EAGAIN;
+				/* What the header's CRC covers, while it is mapped. */
+				iwp_mpa_rx_fold(&conn->mrx);
+				err = -EAGAIN;
+				goto out;
 			}
-			if (err)
-				return err;
+			if (r)
+				goto out;
 			break;
 		case IWP_RX_DATA:
 			if (iwarp_rx_data(conn, &ev))
-				return -EBADMSG;
+				goto out;
 			break;
 		case IWP_RX_END:
 			conn->stats.rx_fpdus++;
 			/* CRC checked: what was staged may be placed now. */
 			if (iwarp_rx_staging(conn) && conn->rmsg.payload_len &&
 			    iwarp_rx_stage_place(conn, ev.ulpdu_len))
-				return -EBADMSG;
+				goto out;
 			if (iwarp_rx_end(conn, &ev))
-				return -EBADMSG;
+				goto out;
 			break;
 		case IWP_RX_ERROR:
 			if (ev.term.layer == IWP_LAYER_LLP && ev.term.ecode == IWP_LLP_EC_CRC)
 				conn->stats.crc_errors++;
 			iwarp_rx_violation(conn, NULL, ev.term.layer, ev.term.etype,
 					   ev.term.ecode);
-			return -EBADMSG;
+			goto out;
 		}
 	} while (t != IWP_RX_NEED);
-	*used = len;
-	return 0;
+	err = 0;
+out:
+	*used = len - n;
+	return err;
 }
 
 /*

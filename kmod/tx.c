@@ -555,7 +555,7 @@ static int iwarp_tx_term(struct iwarp_conn *conn)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	err = iwarp_tx_hdr_only(conn, &m);
 	if (!err)
-		conn->term_framed = true;
+		WRITE_ONCE(conn->term_framed, true);
 	return err;
 }
 
@@ -744,7 +744,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 				if (err == -EAGAIN)
 					return;	/* sk_write_space kicks us again */
 				kernel_sock_shutdown(conn->sock, SHUT_WR);
-				conn->term_framed = false;
+				WRITE_ONCE(conn->term_framed, false);
 				WRITE_ONCE(conn->term_sent, !err);
 			}
 			iwarp_conn_flush(conn, false);
