@@ -217,8 +217,10 @@ func (e *opEnd) drive(t *testing.T, isClient bool) {
 	e.say("zero-length send completed")
 	e.post(t, e.rdma(userlib.OpWrite, opWRWrite, opBuf, e.peer.bufAddr, e.peer.bufSTag, 0), "zero-length write")
 	e.say("zero-length write completed")
-	e.post(t, e.rdma(userlib.OpRead, opWRRead, opBuf, e.peer.bufAddr, e.peer.bufSTag, 0), "zero-length read")
-	e.say("zero-length read completed")
+	// No zero-length Read toward siw: one that finds siw's transmitter
+	// busy is answered from its IRQ with the length, address and STag of
+	// the last message siw sent (docs/INTEROP.md), which iwarp must refuse
+	// with a tagged bounds Terminate; whether it does depends on timing.
 
 	for i := 0; i < opPatLen; i++ {
 		e.buf[opBuf+i] = opPattern(isClient, i)
