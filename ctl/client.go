@@ -265,12 +265,16 @@ const (
 	FlagCRC     LinkFlags = LinkFlags(netlinkproto.LinkFCRC)
 	FlagMarkers LinkFlags = LinkFlags(netlinkproto.LinkFMarkers)
 	FlagP2P     LinkFlags = LinkFlags(netlinkproto.LinkFP2P)
+	// FlagRFC7306 says the peers on this link implement RFC 7306 (atomics,
+	// Immediate Data): connections send and answer those operations. MPA
+	// cannot negotiate it; set it on both ends (siw does not implement it).
+	FlagRFC7306 LinkFlags = LinkFlags(netlinkproto.LinkFRFC7306)
 )
 
 var flagNames = []struct {
 	f    LinkFlags
 	name string
-}{{FlagCRC, "crc"}, {FlagMarkers, "markers"}, {FlagP2P, "p2p"}}
+}{{FlagCRC, "crc"}, {FlagMarkers, "markers"}, {FlagP2P, "p2p"}, {FlagRFC7306, "rfc7306"}}
 
 // Names lists the set flags by name; unknown bits appear as hex.
 func (f LinkFlags) Names() []string {

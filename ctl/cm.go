@@ -202,6 +202,7 @@ const (
 	ConnMarkersRx = ConnFlags(netlinkproto.ConnFMarkersRX) // the peer inserts markers
 	ConnP2P       = ConnFlags(netlinkproto.ConnFP2P)       // RFC 6581 peer-to-peer mode (see CM.RTR)
 	ConnEnhanced  = ConnFlags(netlinkproto.ConnFEnhanced)  // RFC 6581 enhanced connection setup
+	ConnRFC7306   = ConnFlags(netlinkproto.ConnFRFC7306)   // RFC 7306 operations on
 )
 
 var connFlagNames = []struct {
@@ -209,7 +210,7 @@ var connFlagNames = []struct {
 	name string
 }{
 	{ConnCRC, "crc"}, {ConnMarkersTx, "markers-tx"}, {ConnMarkersRx, "markers-rx"},
-	{ConnP2P, "p2p"}, {ConnEnhanced, "enhanced"},
+	{ConnP2P, "p2p"}, {ConnEnhanced, "enhanced"}, {ConnRFC7306, "rfc7306"},
 }
 
 // Names lists the set flags by name; unknown bits appear as hex.

@@ -189,6 +189,18 @@ void iwarp_conn_set_state(struct iwarp_conn *conn, u8 state)
 
 /* ------------------------------------------------------------------ events */
 
+u32 iwarp_conn_flags(const struct iwarp_conn *conn)
+{
+	const struct iwp_mpa_result *res = &conn->res;
+
+	return (res->crc ? IWARP_CONN_F_CRC : 0) |
+	       (res->markers_tx ? IWARP_CONN_F_MARKERS_TX : 0) |
+	       (res->markers_rx ? IWARP_CONN_F_MARKERS_RX : 0) |
+	       (res->p2p ? IWARP_CONN_F_P2P : 0) |
+	       (res->enhanced ? IWARP_CONN_F_ENHANCED : 0) |
+	       (conn->rfc7306 ? IWARP_CONN_F_RFC7306 : 0);
+}
+
 void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 		    const u8 *pdata, u16 pd_len)
 {
@@ -208,6 +220,7 @@ void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 		break;
 	case IWARP_EVENT_ESTABLISHED:
 		reason = IWARP_EVENT_REASON_CM_ESTABLISHED;
+		ev.conn_flags = iwarp_conn_flags(conn);
 		break;
 	case IWARP_EVENT_REJECTED:
 		reason = IWARP_EVENT_REASON_CM_REJECTED;
@@ -600,8 +613,11 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	struct sock *sk = conn->sock->sk;
 	u32 rx_flags = IWP_RX_DDP;
 
+	/* An ORQ slot at least, for the Read RTR of P2P mode. */
 	conn->ord = max_t(u32, conn->res.ord, 1);
+	conn->ord_max = conn->res.ord;
 	conn->ird = max_t(u32, conn->res.ird, 1);
+	conn->ird_max = conn->res.ird;
 	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
 	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
 	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
@@ -630,6 +646,8 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	conn->rq_msn = 1;
 	conn->rreq_msn = 1;
 	conn->term_msn = 1;
+	conn->msn_aresp = 1;
+	conn->aresp_msn = 1;
 	conn->sq_next = READ_ONCE(qp->sq.ctrl->tail);
 	conn->sq_built = conn->sq_next;
 	conn->sq_sent = conn->sq_next;

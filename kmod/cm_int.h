@@ -33,6 +33,9 @@ void iwarp_conn_hook(struct iwarp_conn *conn);
 /* A request is answered or gone: it no longer counts against the backlog. */
 void iwarp_cm_unpend(struct iwarp_conn *conn);
 
+/* The connection's IWARP_CONN_F_* (negotiated, and RFC 7306 on). */
+u32 iwarp_conn_flags(const struct iwarp_conn *conn);
+
 /* Queues an event on the context and multicasts it. Any context. */
 void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 		    const u8 *pdata, u16 pd_len);

@@ -258,6 +258,7 @@ static int iwarp_cm_policy(struct iwarp_conn *conn, const struct iwarp_cm_params
 	pol->ird_relaxed = 1;
 	pol->ird = lp.ird;
 	pol->ord = lp.ord;
+	conn->rfc7306 = !!(lp.flags & IWARP_LINK_F_RFC7306);
 	return 0;
 }
 
@@ -650,6 +651,10 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 	struct iwarp_qp *qp;
 	int err = 0, neg;
 
+	if ((p->set & IWARP_LINK_SET_FLAGS) && (p->flags & ~IWARP_LINK_F_RFC7306)) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_LINK_FLAGS: at accept only IWARP_LINK_F_RFC7306 applies (the MPA parameters are the link's)");
+		return -EINVAL;
+	}
 	qp = iwarp_qp_get(ctx, qp_id);
 	if (!qp) {
 		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
@@ -682,11 +687,6 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		iwarp_conn_put(conn);
 		return err;
 	}
-	if (p->set & IWARP_LINK_SET_IRD)
-		conn->pol.ird = p->ird;
-	if (p->set & IWARP_LINK_SET_ORD)
-		conn->pol.ord = p->ord;
-
 	spin_lock_bh(&iwarp_qp_conn_lock);
 	if (qp->conn || READ_ONCE(qp->state) != IWARP_QP_STATE_IDLE) {
 		err = -EISCONN;
@@ -705,6 +705,13 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		return err;
 	}
 	iwarp_cm_unpend(conn);
+	/* The overrides, once the request is this accept's (no retry inherits them). */
+	if (p->set & IWARP_LINK_SET_IRD)
+		conn->pol.ird = p->ird;
+	if (p->set & IWARP_LINK_SET_ORD)
+		conn->pol.ord = p->ord;
+	if (p->set & IWARP_LINK_SET_FLAGS)
+		conn->rfc7306 = !!(p->flags & IWARP_LINK_F_RFC7306);
 
 	neg = iwp_mpa_respond(&conn->pol, &conn->req, &rep, &conn->res);
 	rep.pdata = p->pdata;

@@ -100,18 +100,25 @@ struct iwarp_swqe {
 	u8 done;		/* may complete (once handed to TCP, or answered) */
 	u8 wc_flags;		/* IWARP_WC_F_TERM_* with term */
 	u32 term;
+	u64 imm;		/* an atomic's original remote value */
 };
 
-/* An RDMA Read we issued (ORQ). */
+/* An RDMA Read or RFC 7306 atomic we issued (ORQ, shared as ORD is). */
 struct iwarp_orq_ent {
 	u32 sq_idx;
-	u32 sink_stag;
+	u32 sink_stag;		/* Read: the sink; atomic: its result buffer */
 	u64 sink_to;
 	u32 len;
 	u32 placed;
+	bool atomic;
+	u32 req_id;		/* atomic: the Request Identifier sent */
 };
 
-/* An RDMA Read the peer issued, answered by the transmit engine (IRQ). */
+/*
+ * An RDMA Read or RFC 7306 atomic the peer issued (IRQ, shared as IRD is),
+ * answered in arrival order by the transmit engine: an atomic executes
+ * when its turn comes, after the responses before it (RDMAP-EXT-29).
+ */
 struct iwarp_irq_ent {
 	u32 src_stag;		/* checked at arrival and for each FPDU */
 	u32 sink_stag;
@@ -119,6 +126,9 @@ struct iwarp_irq_ent {
 	u64 src_to;
 	u32 len;
 	u32 sent;
+	bool atomic;
+	struct iwp_ddp_atomic_req areq;	/* atomic: checked at arrival */
+	u64 orig;			/* atomic: executed (sent != 0), found this */
 };
 
 /* Receive target of the current DDP segment. */
@@ -166,6 +176,7 @@ struct iwarp_conn {
 	struct iwp_mpa_policy pol;
 	struct iwp_mpa_frame req;	/* the Request sent or received */
 	struct iwp_mpa_result res;
+	bool rfc7306;			/* RFC 7306 operations on (policy) */
 	u32 timeout_ms;
 	unsigned long deadline;		/* jiffies: the end of the MPA exchange */
 	u16 own_pd_len;
@@ -205,6 +216,8 @@ struct iwarp_conn {
 	u32 cur_off;			/* payload octets framed */
 	u32 msn_send;			/* next MSN on QN 0 */
 	u32 msn_rreq;			/* next MSN on QN 1 */
+	u32 msn_aresp;			/* next MSN on QN 3 */
+	u32 areq_id;			/* next atomic Request Identifier */
 	bool fin_sent;
 	bool rtr_pending;		/* initiator: send the RTR first */
 	bool term_framed;		/* our Terminate is in txbuf, not all sent */
@@ -218,10 +231,12 @@ struct iwarp_conn {
 	struct iwarp_swqe *swq;		/* sq.entries */
 	struct iwarp_orq_ent *orq;	/* ord entries */
 	u32 orq_head, orq_tail;		/* free-running */
-	u32 ord;
+	u32 ord;			/* ORQ slots */
+	u32 ord_max;			/* Reads and atomics we may issue (the peer's IRD) */
 	struct iwarp_irq_ent *irq;	/* ird entries */
 	u32 irq_head, irq_tail;
-	u32 ird;
+	u32 ird;			/* IRQ slots */
+	u32 ird_max;			/* Reads and atomics the peer may issue (our IRD) */
 	bool term_pending;		/* a Terminate to send, then close */
 	bool term_done;
 	bool term_reported;		/* a completion carried the Terminate */
@@ -248,6 +263,7 @@ struct iwarp_conn {
 	bool rx_stage_wait;		/* stopped at a header: rx_work takes its pages */
 	u32 rreq_msn;			/* next expected MSN on QN 1 */
 	u32 term_msn;			/* next expected MSN on QN 2 */
+	u32 aresp_msn;			/* next expected MSN on QN 3 */
 	u32 term_fill;
 	u8 term_buf[IWP_TERM_MAX];
 	bool rtr_wait;			/* responder in P2P: RTR not yet seen */

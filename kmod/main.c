@@ -87,5 +87,5 @@ module_init(iwarp_init);
 module_exit(iwarp_exit);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("Software iWARP (RDMA over TCP and SCTP)");
+MODULE_DESCRIPTION("Software iWARP (RDMA over TCP)");
 MODULE_ALIAS_GENL_FAMILY(IWARP_GENL_NAME);

@@ -18,7 +18,9 @@
 #include <linux/xarray.h>
 #include <net/netlink.h>
 
+#include "atomic.h"
 #include "ctx.h"
+#include "ddp.h"
 #include "iwarp.h"
 #include "mr.h"
 #include "pd.h"
@@ -134,6 +136,50 @@ int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void 
 	if (!err)
 		err = iwarp_mr_copy(mr, to, buf, len, to_mr);
 	iwarp_mr_put(mr);
+	return err;
+}
+
+int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_atomic_req *a,
+		    u64 *orig)
+{
+	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	struct page *page;
+	u64 off, old, new, seen;
+	u64 *p;
+	int err;
+
+	if (!mr)
+		return -ENOENT;
+	err = iwarp_mr_ok(mr, pd, IWARP_MR_ACCESS_F_REMOTE_ATOMIC, a->to, sizeof(u64));
+	if (err || !iwp_atomic_aligned(a->to)) {
+		iwarp_mr_put(mr);
+		return err ?: -EINVAL;
+	}
+	/* Aligned: the 8 octets lie in one page. */
+	off = offset_in_page(mr->addr) + (a->to - mr->addr);
+	page = mr->pages[off >> PAGE_SHIFT];
+	p = kmap_local_page(page) + offset_in_page(off);
+	/*
+	 * A guess, then compare-and-exchange until it held: the exchange
+	 * also confirms an unchanged value (no torn read where a u64 takes
+	 * two loads).
+	 */
+	old = READ_ONCE(*p);
+	for (;;) {
+		err = iwp_atomic_apply(a->aopcode, old, a->add_swap, a->add_swap_mask,
+				       a->cmp, a->cmp_mask, &new);
+		if (err)
+			break;
+		seen = cmpxchg64(p, old, new);
+		if (seen == old)
+			break;
+		old = seen;		/* someone else came first: again */
+	}
+	kunmap_local(p);
+	if (!err)
+		flush_dcache_page(page);
+	iwarp_mr_put(mr);
+	*orig = old;
 	return err;
 }
 

@@ -98,6 +98,19 @@ int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 
 int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void *buf,
 		  size_t len, bool to_mr);
 
+struct iwp_ddp_atomic_req;
+
+/*
+ * RFC 7306: runs atomic @a on the 8 octets at @to (8-octet aligned, the
+ * caller checked) of the region named by @stag, after the checks of
+ * iwarp_mr_xfer() with REMOTE_ATOMIC; *@orig gets the value it found. The
+ * read-modify-write is one compare-and-exchange on the pinned page: atomic
+ * against every other atomic of the module (RDMAP-EXT-22) and against the
+ * CPUs. Values are in host order. Any context but NMI.
+ */
+int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_atomic_req *a,
+		    u64 *orig);
+
 /*
  * Invalidates STag @stag (RDMAP-8): -ENOENT if there is no such STag,
  * -EACCES if it is not in @pd or, for a peer's Send with Invalidate

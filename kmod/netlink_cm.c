@@ -238,15 +238,6 @@ int iwarp_nl_put_stats(struct sk_buff *skb, const struct iwarp_conn_stats *st)
 	       nla_put_u32(skb, IWARP_A_STAT_TERM_RCVD, READ_ONCE(st->term_rcvd));
 }
 
-static u32 iwarp_conn_flags(const struct iwp_mpa_result *res)
-{
-	return (res->crc ? IWARP_CONN_F_CRC : 0) |
-	       (res->markers_tx ? IWARP_CONN_F_MARKERS_TX : 0) |
-	       (res->markers_rx ? IWARP_CONN_F_MARKERS_RX : 0) |
-	       (res->p2p ? IWARP_CONN_F_P2P : 0) |
-	       (res->enhanced ? IWARP_CONN_F_ENHANCED : 0);
-}
-
 static u8 iwarp_rtr_attr(u8 rtr)
 {
 	switch (rtr) {
@@ -287,11 +278,11 @@ static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 pi
 	if (!full && READ_ONCE(conn->fpdu_mode)) {
 		const struct iwp_mpa_result *res = &conn->res;
 
-		full = nla_put_u32(skb, IWARP_A_CONN_FLAGS, iwarp_conn_flags(res)) ||
+		full = nla_put_u32(skb, IWARP_A_CONN_FLAGS, iwarp_conn_flags(conn)) ||
 		       nla_put_u8(skb, IWARP_A_LINK_MPA_REV, res->rev) ||
 		       (res->p2p && nla_put_u8(skb, IWARP_A_LINK_RTR, iwarp_rtr_attr(res->rtr))) ||
-		       nla_put_u32(skb, IWARP_A_LINK_IRD, conn->ird) ||
-		       nla_put_u32(skb, IWARP_A_LINK_ORD, conn->ord) ||
+		       nla_put_u32(skb, IWARP_A_LINK_IRD, conn->ird_max) ||
+		       nla_put_u32(skb, IWARP_A_LINK_ORD, conn->ord_max) ||
 		       iwarp_nl_put_stats(skb, &conn->stats);
 	}
 	if (full) {

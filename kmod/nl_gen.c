@@ -545,6 +545,7 @@ static const struct nla_policy iwarp_accept_policy[IWARP_A_MAX + 1] = {
 	[IWARP_A_CM_CONN] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_QP_ID] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_CM_PDATA] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_LINK_FLAGS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_LINK_IRD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_LINK_ORD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 };

@@ -20,6 +20,7 @@
 #include <linux/skbuff.h>
 #include <net/tcp.h>
 
+#include "atomic.h"
 #include "conn.h"
 #include "cq.h"
 #include "mr.h"
@@ -64,8 +65,13 @@ void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 
 	if (status == IWARP_WC_SUCCESS) {
 		u8 op = conn->rmsg.opcode;
 
-		if (op == IWP_OP_SEND_SE || op == IWP_OP_SEND_SE_INV)
+		if (op == IWP_OP_SEND_SE || op == IWP_OP_SEND_SE_INV || op == IWP_OP_IMM_SE)
 			cqe.flags |= IWARP_WC_F_SOLICITED;
+		if (op == IWP_OP_IMM || op == IWP_OP_IMM_SE) {
+			cqe.opcode = IWARP_WC_RECV_IMM;
+			cqe.flags |= IWARP_WC_F_IMM;
+			cqe.imm_data = conn->rmsg.u.imm;
+		}
 		if (op == IWP_OP_SEND_INV || op == IWP_OP_SEND_SE_INV) {
 			cqe.flags |= IWARP_WC_F_INVALIDATED;
 			cqe.inv_stag = conn->rmsg.inv_stag;
@@ -111,7 +117,7 @@ bad:
 	/* A local error: the receive completes in error, the QP fails. */
 	iwarp_rx_rqe_end(conn, IWARP_WC_LOC_PROT_ERR);
 	return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC,
-				  IWP_RDMAP_EC_CATA_STREAM);
+				  IWP_RDMAP_EC_LOCAL);
 }
 
 /* Places @len octets at message offset @mo of the current RQE. */
@@ -187,22 +193,27 @@ static int iwarp_rx_tagged(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, 
 			o = &conn->orq[conn->orq_head % conn->ord];
 		spin_unlock_irqrestore(&conn->lock, flags);
 		/* A Read Response nobody asked for, or not where we asked. */
-		if (!o)
+		if (!o || o->atomic)
 			return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
 						  IWP_RDMAP_EC_OPCODE);
-		if (m->stag != o->sink_stag)
+		/* DDP-18: a zero-length one (one segment) has its STag and TO unchecked. */
+		if (!(m->last && !plen) && m->stag != o->sink_stag)
 			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
 						  IWP_DDP_EC_T_INV_STAG);
-		if (m->to != o->sink_to + o->placed || plen > o->len - o->placed ||
-		    (m->last && o->placed + plen != o->len))
+		if ((!(m->last && !plen) && m->to != o->sink_to + o->placed) ||
+		    plen > o->len - o->placed || (m->last && o->placed + plen != o->len))
 			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED,
 						  IWP_DDP_EC_T_BOUNDS);
 		if (!plen) {
 			conn->rx_target = IWARP_RXT_NONE;
 			return 0;
 		}
-	} else if (conn->rtr_wait && !plen && conn->res.rtr == IWP_RTR_WRITE) {
-		conn->rx_target = IWARP_RXT_NONE;	/* the RTR: no STag check */
+	} else if (!plen && m->last) {
+		/*
+		 * DDP-18: a zero-length tagged message (one segment) has its
+		 * STag and TO unchecked; the Write RTR of P2P mode is one.
+		 */
+		conn->rx_target = IWARP_RXT_NONE;
 		return 0;
 	}
 
@@ -253,6 +264,39 @@ static int iwarp_rx_send(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, u3
 	return 0;
 }
 
+/*
+ * RFC 7306 Immediate Data (RDMAP-EXT-25, 26): a whole message on QN 0 in
+ * one segment of exactly 8 octets (the decoder checked), taking a receive
+ * it completes with the value.
+ */
+static int iwarp_rx_imm(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	const struct iwp_ddp_msg *m = &conn->rmsg;
+
+	/* Not inside a Send message either: that one holds this MSN. */
+	if (m->msn != conn->rq_msn || conn->rq_active)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+					  IWP_DDP_EC_UT_MSN_RANGE);
+	return iwarp_rx_rqe_take(conn, ev);
+}
+
+/*
+ * A message that is one whole segment (a Read Request, a Terminate, the
+ * RFC 7306 messages): MO 0 and the Last flag, else 0 is not returned.
+ */
+static int iwarp_rx_whole(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	const struct iwp_ddp_msg *m = &conn->rmsg;
+
+	if (m->mo)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+					  IWP_DDP_EC_UT_INV_MO);
+	if (!m->last)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
+					  IWP_RDMAP_EC_UNSPECIFIED);
+	return 0;
+}
+
 static int iwarp_rx_hdr(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 {
 	struct iwp_ddp_msg *m = &conn->rmsg;
@@ -293,14 +337,38 @@ static int iwarp_rx_hdr(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 		if (m->msn != conn->rreq_msn)
 			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
 						  IWP_DDP_EC_UT_MSN_RANGE);
-		return 0;
+		return iwarp_rx_whole(conn, ev);
 	case IWP_OP_TERMINATE:
-		return 0;
-	default:
-		/* RFC 7306 operations are not offered on a connection yet. */
+		/* The first and only message on QN 2 (RDMAP-11). */
+		if (m->msn != conn->term_msn)
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+						  IWP_DDP_EC_UT_MSN_RANGE);
+		return iwarp_rx_whole(conn, ev);
+	}
+	/* RFC 7306 operations, where the user said the peer sends them. */
+	if (!conn->rfc7306)
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
 					  IWP_RDMAP_EC_OPCODE);
+	/* Each is one whole segment (RDMAP-EXT-4, RDMAP-EXT-31). */
+	if (iwarp_rx_whole(conn, ev))
+		return -EBADMSG;
+	switch (m->opcode) {
+	case IWP_OP_IMM:
+	case IWP_OP_IMM_SE:
+		return iwarp_rx_imm(conn, ev);
+	case IWP_OP_ATOMIC_REQ:
+		if (m->msn != conn->rreq_msn)
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+						  IWP_DDP_EC_UT_MSN_RANGE);
+		return 0;
+	case IWP_OP_ATOMIC_RESP:
+		if (m->msn != conn->aresp_msn)
+			return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+						  IWP_DDP_EC_UT_MSN_RANGE);
+		return 0;
 	}
+	return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
+				  IWP_RDMAP_EC_OPCODE);
 }
 
 /* Places @len payload octets at offset @off of the segment in rmsg. */
@@ -332,7 +400,7 @@ static int iwarp_rx_place(struct iwarp_conn *conn, u32 off, const u8 *p, u32 len
 			iwarp_rx_rqe_end(conn, IWARP_WC_LOC_PROT_ERR);
 			return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP,
 						  IWP_RDMAP_ET_CATASTROPHIC,
-						  IWP_RDMAP_EC_CATA_STREAM);
+						  IWP_RDMAP_EC_LOCAL);
 		}
 		break;
 	default:
@@ -454,12 +522,20 @@ static int iwarp_rx_data(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 	return 0;
 }
 
+/*
+ * Reads and atomics we take outstanding: the IRD we granted, or the one
+ * slot of the Read RTR of P2P mode while it is awaited (also with IRD 0).
+ */
+static u32 iwarp_rx_ird(const struct iwarp_conn *conn)
+{
+	return conn->rtr_wait ? conn->ird : conn->ird_max;
+}
+
 /* A Read Request, CRC verified: check the source, queue it for tx.c. */
 static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 {
 	const struct iwp_ddp_rreq *rr = &conn->rmsg.u.rreq;
 	struct iwarp_mr *mr;
-	struct iwarp_irq_ent *r;
 	unsigned long flags;
 	u8 ecode = 0xff;
 
@@ -483,23 +559,122 @@ static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 						  ecode);
 	}
 	spin_lock_irqsave(&conn->lock, flags);
-	if (conn->irq_tail - conn->irq_head >= conn->ird) {
+	if (conn->irq_tail - conn->irq_head >= iwarp_rx_ird(conn)) {
 		spin_unlock_irqrestore(&conn->lock, flags);
 		/* RDMAP-6: more outstanding Reads than the IRD we granted */
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
 					  IWP_RDMAP_EC_CATA_STREAM);
 	}
-	r = &conn->irq[conn->irq_tail % conn->ird];
-	r->src_stag = rr->src_stag;
-	r->sink_stag = rr->sink_stag;
-	r->sink_to = rr->sink_to;
-	r->src_to = rr->src_to;
-	r->len = rr->read_size;
-	r->sent = 0;
+	/* Whole: the slot may have held an atomic. */
+	conn->irq[conn->irq_tail % conn->ird] = (struct iwarp_irq_ent){
+		.src_stag = rr->src_stag,
+		.sink_stag = rr->sink_stag,
+		.sink_to = rr->sink_to,
+		.src_to = rr->src_to,
+		.len = rr->read_size,
+	};
 	conn->irq_tail++;
 	spin_unlock_irqrestore(&conn->lock, flags);
 	conn->rreq_msn++;
 	iwarp_tx_kick(conn);
+	return 0;
+}
+
+/*
+ * An Atomic Request, CRC verified (RDMAP-EXT-15, 31): the target checked
+ * as for tagged access, with REMOTE_ATOMIC, 8 octets, aligned; queued
+ * with the Read Requests, within the IRD they share (RDMAP-EXT-16), and
+ * executed by tx.c when its turn comes.
+ */
+static int iwarp_rx_atomic_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	const struct iwp_ddp_atomic_req *a = &conn->rmsg.u.areq;
+	struct iwarp_mr *mr;
+	unsigned long flags;
+	struct iwp_term t;
+	u8 ecode = 0xff;
+
+	mr = iwarp_mr_get(a->stag);
+	if (!mr || READ_ONCE(mr->invalid))
+		ecode = IWP_RDMAP_EC_INV_STAG;
+	else if (mr->pd != conn->qp->pd)
+		ecode = IWP_RDMAP_EC_STAG_STREAM;
+	else if (!(mr->access & IWARP_MR_ACCESS_F_REMOTE_ATOMIC))
+		ecode = IWP_RDMAP_EC_ACCESS;
+	else if (a->to + sizeof(u64) < a->to)
+		ecode = IWP_RDMAP_EC_TO_WRAP;
+	else if (!iwarp_mr_range_ok(mr, a->to, sizeof(u64)))
+		ecode = IWP_RDMAP_EC_BOUNDS;
+	if (mr)
+		iwarp_mr_put(mr);
+	if (ecode != 0xff)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, ecode);
+	/* A reserved AOpCode, or a misaligned target: memory untouched. */
+	if (iwp_atomic_check(a->aopcode, a->to, &t))
+		return iwarp_rx_violation(conn, ev, t.layer, t.etype, t.ecode);
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->irq_tail - conn->irq_head >= iwarp_rx_ird(conn)) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		/* more outstanding Reads and atomics than the IRD we granted */
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
+					  IWP_RDMAP_EC_CATA_STREAM);
+	}
+	conn->irq[conn->irq_tail % conn->ird] = (struct iwarp_irq_ent){
+		.src_stag = a->stag,
+		.len = sizeof(u64),
+		.atomic = true,
+		.areq = *a,
+	};
+	conn->irq_tail++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	conn->rreq_msn++;
+	iwarp_tx_kick(conn);
+	return 0;
+}
+
+/*
+ * An Atomic Response (RDMAP-EXT-19, 21): the answer to the ORQ head, which
+ * must be the atomic it names; the original value goes to its result
+ * buffer and the work request completes with it.
+ */
+static int iwarp_rx_atomic_resp(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	const struct iwp_ddp_atomic_resp *a = &conn->rmsg.u.aresp;
+	const struct iwarp_orq_ent *o = NULL;
+	struct iwarp_swqe *e;
+	unsigned long flags;
+	u64 orig = a->orig;
+	int err;
+
+	/*
+	 * All under conn->lock, so that a flush (which empties the ORQ
+	 * under it) either comes first, and nothing is written, or after.
+	 */
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->orq_head != conn->orq_tail)
+		o = &conn->orq[conn->orq_head % conn->ord];
+	if (!o || !o->atomic || o->req_id != a->req_id) {
+		spin_unlock_irqrestore(&conn->lock, flags);
+		/* A response nobody asked for, or out of order. */
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
+					  IWP_RDMAP_EC_OPCODE);
+	}
+	/* In host order, as the target memory holds it (RDMAP-EXT-14). */
+	err = iwarp_mr_xfer(o->sink_stag, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE,
+			    o->sink_to, &orig, sizeof(orig), true);
+	e = &conn->swq[o->sq_idx & (conn->qp->sq.entries - 1)];
+	e->imm = a->orig;
+	if (err)
+		e->status = IWARP_WC_LOC_PROT_ERR;
+	e->done = 1;
+	conn->orq_head++;
+	iwarp_sq_complete(conn);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	conn->aresp_msn++;
+	if (err)	/* the result buffer went away meanwhile: a local error */
+		return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC,
+					  IWP_RDMAP_EC_LOCAL);
+	iwarp_tx_kick(conn);	/* an ORD slot is free */
 	return 0;
 }
 
@@ -544,12 +719,20 @@ static void iwarp_rx_log_term(struct iwarp_conn *conn,
 
 static void iwarp_rx_established(struct iwarp_conn *conn);
 
-static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *end)
 {
 	struct iwp_ddp_msg *m = &conn->rmsg;
 	bool rtr = conn->rtr_wait;
+	struct iwp_rx_ev hev = *end;
+	const struct iwp_rx_ev *ev = &hev;
 	int err = 0;
 
+	/*
+	 * The parser's END event carries no header; the one it kept (until
+	 * the next FPDU) goes into a Terminate raised here (RFC 5040 §4.8).
+	 */
+	hev.hdr = conn->mrx.hdr;
+	hev.hdr_len = m->hdr_len;
 	switch (m->opcode) {
 	case IWP_OP_WRITE:
 		break;
@@ -581,6 +764,17 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 		break;
 	case IWP_OP_READ_REQ:
 		err = iwarp_rx_read_req(conn, ev);
+		break;
+	case IWP_OP_IMM:
+	case IWP_OP_IMM_SE:
+		conn->rq_msn++;
+		iwarp_rx_rqe_end(conn, IWARP_WC_SUCCESS);
+		break;
+	case IWP_OP_ATOMIC_REQ:
+		err = iwarp_rx_atomic_req(conn, ev);
+		break;
+	case IWP_OP_ATOMIC_RESP:
+		err = iwarp_rx_atomic_resp(conn, ev);
 		break;
 	case IWP_OP_TERMINATE: {
 		struct iwp_term t;

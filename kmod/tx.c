@@ -229,6 +229,11 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 
 			if (e->wc_flags)
 				cqe.term = e->term;
+			/* An atomic's original remote value (also in its buffer). */
+			if (cqe.opcode == IWARP_WC_ATOMIC && e->status == IWARP_WC_SUCCESS) {
+				cqe.imm_data = e->imm;
+				cqe.flags |= IWARP_WC_F_IMM;
+			}
 			iwarp_cq_post(qp->send_cq, &cqe);
 		}
 		conn->sq_cqi++;
@@ -289,8 +294,20 @@ static void iwarp_cur_fail(struct iwarp_conn *conn, u8 status)
 	struct iwp_term t;
 
 	iwarp_cur_done(conn, status, true);
-	iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_CATA_STREAM);
+	iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_LOCAL);
 	iwarp_conn_fail(conn, &t, NULL, 0, 0, false);
+}
+
+static bool iwarp_wr_atomic(u8 opcode)
+{
+	return opcode == IWARP_WR_ATOMIC_FETCHADD || opcode == IWARP_WR_ATOMIC_SWAP ||
+	       opcode == IWARP_WR_ATOMIC_CMPSWAP;
+}
+
+/* Whether a WR of @opcode counts against ORD (RDMAP-EXT-16). */
+static bool iwarp_wr_ord(u8 opcode)
+{
+	return opcode == IWARP_WR_READ || iwarp_wr_atomic(opcode);
 }
 
 /*
@@ -319,8 +336,8 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	spin_lock_irqsave(&conn->lock, flags);
 	outstanding = conn->orq_tail - conn->orq_head;
 	spin_unlock_irqrestore(&conn->lock, flags);
-	if (wr->opcode == IWARP_WR_READ && outstanding >= conn->ord)
-		return 0;	/* ORD: rx.c kicks when a Read completes */
+	if (iwarp_wr_ord(wr->opcode) && outstanding >= conn->ord_max && conn->ord_max)
+		return 0;	/* ORD: rx.c kicks when a Read or atomic completes */
 	if ((wr->flags & IWARP_WR_F_FENCE) && outstanding)
 		return 0;
 
@@ -333,12 +350,29 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	e->done = 0;
 	e->wc_flags = 0;
 	e->bytes = 0;
+	e->imm = 0;
 	spin_unlock_irqrestore(&conn->lock, flags);
 
-	if ((wr->flags & ~__IWARP_WR_F_ALL) || wr->opcode >= IWARP_WR_IMM) {
-		/* RFC 7306 operations are not offered on a connection yet. */
+	if ((wr->flags & ~__IWARP_WR_F_ALL) || wr->opcode >= __IWARP_WR_MAX) {
+		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
+		return -EINVAL;
+	}
+	/* RFC 7306 operations go only where the user said the peer takes them. */
+	if (wr->opcode >= IWARP_WR_IMM && !conn->rfc7306) {
 		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
 		return -EOPNOTSUPP;
+	}
+	/* The peer takes no Read or atomic at all (its IRD is 0). */
+	if (iwarp_wr_ord(wr->opcode) && !conn->ord_max) {
+		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
+		return -EINVAL;
+	}
+	if ((wr->opcode == IWARP_WR_IMM && wr->num_sge) ||
+	    (iwarp_wr_atomic(wr->opcode) &&
+	     (wr->num_sge != 1 || (wr->flags & IWARP_WR_F_INLINE) ||
+	      wr->sge[0].length != sizeof(u64)))) {
+		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
+		return -EINVAL;
 	}
 	if (wr->opcode == IWARP_WR_LOCAL_INV) {
 		err = iwarp_mr_invalidate(wr->inv_stag, qp->pd, false);
@@ -350,7 +384,7 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
 		return -EINVAL;
 	}
-	write_sink = wr->opcode == IWARP_WR_READ;
+	write_sink = iwarp_wr_ord(wr->opcode);
 	err = iwarp_sges_check(conn, wr, write_sink);
 	if (err) {
 		iwarp_cur_fail(conn, err == -EINVAL ? IWARP_WC_LOC_QP_ERR :
@@ -392,10 +426,90 @@ static int iwarp_tx_read_req(struct iwarp_conn *conn)
 	o->sink_to = m.u.rreq.sink_to;
 	o->len = m.u.rreq.read_size;
 	o->placed = 0;
+	o->atomic = false;
 	conn->orq_tail++;
 	spin_unlock_irqrestore(&conn->lock, flags);
 	/* The MRs of the sink stay registered by the user; rx.c places by STag. */
 	iwarp_cur_done(conn, IWARP_WC_SUCCESS, false);
+	return 0;
+}
+
+/* Frames the Atomic Request of the current WR and queues it on the ORQ. */
+static int iwarp_tx_atomic_req(struct iwarp_conn *conn)
+{
+	const struct iwarp_sqe *wr = &conn->cur;
+	struct iwp_ddp_atomic_req *a;
+	struct iwarp_orq_ent *o;
+	struct iwp_ddp_msg m;
+	unsigned long flags;
+	int err;
+
+	iwarp_ddp_msg_init(&m, false, IWP_OP_ATOMIC_REQ);
+	m.last = 1;
+	m.qn = IWP_QN_READ_REQ;		/* RDMAP-EXT-16: with the Read Requests */
+	m.msn = conn->msn_rreq;
+	a = &m.u.areq;
+	a->req_id = conn->areq_id;
+	a->stag = wr->rkey;
+	a->to = wr->remote_addr;
+	a->add_swap = wr->imm_data;
+	/* RDMAP-EXT-8: the fields an operation does not use, as prescribed. */
+	a->add_swap_mask = wr->add_swap_mask;
+	a->cmp = 0;
+	a->cmp_mask = ~0ULL;
+	switch (wr->opcode) {
+	case IWARP_WR_ATOMIC_FETCHADD:
+		a->aopcode = IWP_AOP_FETCHADD;
+		break;
+	case IWARP_WR_ATOMIC_SWAP:
+		a->aopcode = IWP_AOP_SWAP;
+		a->add_swap_mask = ~0ULL;
+		break;
+	default:
+		a->aopcode = IWP_AOP_CMPSWAP;
+		a->cmp = wr->compare;
+		a->cmp_mask = wr->compare_mask;
+		break;
+	}
+	err = iwarp_tx_hdr_only(conn, &m);
+	if (err)
+		return err;
+	conn->msn_rreq++;
+	conn->areq_id++;
+	spin_lock_irqsave(&conn->lock, flags);
+	o = &conn->orq[conn->orq_tail % conn->ord];
+	o->sq_idx = conn->sq_next;
+	o->sink_stag = wr->sge[0].lkey;
+	o->sink_to = wr->sge[0].addr;
+	o->len = sizeof(u64);
+	o->placed = 0;
+	o->atomic = true;
+	o->req_id = a->req_id;
+	conn->orq_tail++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	/* Completes when its Atomic Response is placed (rx.c). */
+	iwarp_cur_done(conn, IWARP_WC_SUCCESS, false);
+	return 0;
+}
+
+/* Frames the Immediate Data of the current WR (RDMAP-EXT-25). */
+static int iwarp_tx_imm(struct iwarp_conn *conn)
+{
+	const struct iwarp_sqe *wr = &conn->cur;
+	struct iwp_ddp_msg m;
+	int err;
+
+	iwarp_ddp_msg_init(&m, false, (wr->flags & IWARP_WR_F_SOLICITED) ?
+				      IWP_OP_IMM_SE : IWP_OP_IMM);
+	m.last = 1;
+	m.qn = IWP_QN_SEND;
+	m.msn = conn->msn_send;
+	m.u.imm = wr->imm_data;
+	err = iwarp_tx_hdr_only(conn, &m);
+	if (err)
+		return err;
+	conn->msn_send++;
+	iwarp_cur_done(conn, IWARP_WC_SUCCESS, true);
 	return 0;
 }
 
@@ -413,6 +527,10 @@ static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn)
 
 	if (wr->opcode == IWARP_WR_READ)
 		return iwarp_tx_read_req(conn);
+	if (wr->opcode == IWARP_WR_IMM)
+		return iwarp_tx_imm(conn);
+	if (iwarp_wr_atomic(wr->opcode))
+		return iwarp_tx_atomic_req(conn);
 	err = iwarp_tx_buf(conn);
 	if (err)
 		return err;
@@ -450,6 +568,61 @@ static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn)
 	return 0;
 }
 
+/* The IRQ head is answered, or can never be. */
+static void iwarp_irq_retire(struct iwarp_conn *conn)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->irq_head != conn->irq_tail)
+		conn->irq_head++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+/*
+ * The atomic at the IRQ head, its turn come (every response before it
+ * framed: RDMAP-EXT-29): executed now, answered on QN 3 (RDMAP-EXT-19).
+ */
+static int iwarp_tx_atomic_resp(struct iwarp_conn *conn, struct iwarp_irq_ent *r)
+{
+	struct iwp_ddp_msg m;
+	u64 orig;
+	int err;
+
+	iwarp_ddp_msg_init(&m, false, IWP_OP_ATOMIC_RESP);
+	m.last = 1;
+	m.qn = IWP_QN_ATOMIC_RESP;
+	m.msn = conn->msn_aresp;
+	m.u.aresp.req_id = r->areq.req_id;
+	/* Room first: once executed, the response must go out. */
+	err = iwarp_tx_buf(conn);
+	if (err)
+		return err;
+	/* Executed once: a retry frames the value it found. */
+	if (!r->sent) {
+		err = iwarp_mr_atomic(r->areq.stag, conn->qp->pd, &r->areq, &orig);
+		if (err) {
+			struct iwp_term t;
+
+			/* Checked at arrival: deregistered or invalidated since. */
+			iwarp_irq_retire(conn);
+			iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
+				     IWP_RDMAP_EC_INV_STAG);
+			iwarp_conn_fail(conn, &t, NULL, 0, 0, false);
+			return err;
+		}
+		r->orig = orig;
+		r->sent = sizeof(u64);
+	}
+	m.u.aresp.orig = r->orig;
+	err = iwarp_tx_hdr_only(conn, &m);
+	if (err)
+		return err;
+	conn->msn_aresp++;
+	iwarp_irq_retire(conn);
+	return 0;
+}
+
 /* Frames the next Read Response FPDU of the IRQ head; true if one was. */
 static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
 {
@@ -467,6 +640,11 @@ static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (!r)
 		return 0;
+	if (r->atomic) {
+		err = iwarp_tx_atomic_resp(conn, r);
+		*framed = !err;
+		return err;
+	}
 	err = iwarp_tx_buf(conn);
 	if (err)
 		return err;
@@ -486,6 +664,7 @@ static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
 		struct iwp_term t;
 
 		/* The source was deregistered or invalidated since the Request. */
+		iwarp_irq_retire(conn);
 		iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, IWP_RDMAP_EC_INV_STAG);
 		iwarp_conn_fail(conn, &t, NULL, 0, 0, false);
 		return err;
@@ -756,8 +935,15 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			iwarp_tx_term_give_up(conn);
 			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
 		}
-		if (err < 0)
-			continue;	/* a local error moved the QP to error */
+		/*
+		 * A local error moved the QP to error, unless a close is under
+		 * way (which stops the engine and flushes): no retry then.
+		 */
+		if (err < 0) {
+			if (READ_ONCE(conn->closing))
+				return;
+			continue;
+		}
 		if (!err && conn->tx_len == conn->tx_sent && !iwarp_tx_idle(conn)) {
 			iwarp_tx_buf_idle(conn);
 			return;

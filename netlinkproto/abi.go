@@ -179,16 +179,16 @@ const (
 // Event is struct iwarp_event, the header of one record read() returns;
 // PDataLen octets of private data follow, and the record is Len octets.
 type Event struct {
-	Type     uint32 // Event*
-	Len      uint32
-	ID       uint64
-	Conn     uint64
-	Status   int32
-	Term     uint32
-	PDataLen uint16
-	Rsvd0    [3]uint16
-	PeerAddr [28]byte
-	Rsvd1    uint32
+	Type      uint32 // Event*
+	Len       uint32
+	ID        uint64
+	Conn      uint64
+	Status    int32
+	Term      uint32
+	PDataLen  uint16
+	Rsvd0     [3]uint16
+	PeerAddr  [28]byte
+	ConnFlags uint32 // ESTABLISHED: ConnF*
 }
 
 // EventSize is sizeof(struct iwarp_event); EventMax (IWARP_EVENT_MAX) octets

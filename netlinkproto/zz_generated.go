@@ -135,7 +135,8 @@ const (
 	LinkFCRC     uint32 = 1 << 0 // IWARP_LINK_F_CRC
 	LinkFMarkers uint32 = 1 << 1 // IWARP_LINK_F_MARKERS
 	LinkFP2P     uint32 = 1 << 2 // IWARP_LINK_F_P2P
-	LinkFAll     uint32 = 1<<3 - 1
+	LinkFRFC7306 uint32 = 1 << 3 // IWARP_LINK_F_RFC7306
+	LinkFAll     uint32 = 1<<4 - 1
 )
 
 // RTR: RFC 6581 ready-to-receive message an initiator sends in peer-to-peer mode. (enum iwarp_rtr).
@@ -153,7 +154,8 @@ const (
 	ConnFMarkersRX uint32 = 1 << 2 // IWARP_CONN_F_MARKERS_RX
 	ConnFP2P       uint32 = 1 << 3 // IWARP_CONN_F_P2P
 	ConnFEnhanced  uint32 = 1 << 4 // IWARP_CONN_F_ENHANCED
-	ConnFAll       uint32 = 1<<5 - 1
+	ConnFRFC7306   uint32 = 1 << 5 // IWARP_CONN_F_RFC7306
+	ConnFAll       uint32 = 1<<6 - 1
 )
 
 // CMKind: Role of a connection-manager object. (enum iwarp_cm_kind).
@@ -353,6 +355,7 @@ var CNames = map[string]uint64{
 	"IWARP_LINK_F_CRC":                     1,
 	"IWARP_LINK_F_MARKERS":                 2,
 	"IWARP_LINK_F_P2P":                     4,
+	"IWARP_LINK_F_RFC7306":                 8,
 	"IWARP_RTR_WRITE":                      0,
 	"IWARP_RTR_READ":                       1,
 	"IWARP_RTR_SEND":                       2,
@@ -361,6 +364,7 @@ var CNames = map[string]uint64{
 	"IWARP_CONN_F_MARKERS_RX":              4,
 	"IWARP_CONN_F_P2P":                     8,
 	"IWARP_CONN_F_ENHANCED":                16,
+	"IWARP_CONN_F_RFC7306":                 32,
 	"IWARP_CM_KIND_LISTENER":               0,
 	"IWARP_CM_KIND_ACTIVE":                 1,
 	"IWARP_CM_KIND_PASSIVE":                2,

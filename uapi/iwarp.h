@@ -109,13 +109,17 @@ enum iwarp_event_reason {
  *   M bit).
  * @IWARP_LINK_F_P2P: Use RFC 6581 peer-to-peer mode with a ready-to-receive
  *   message.
+ * @IWARP_LINK_F_RFC7306: The peer implements RFC 7306 (atomics, Immediate
+ *   Data); this side sends those operations and answers them. MPA cannot say
+ *   so, so both ends opt in (siw does not implement it).
  */
 enum iwarp_link_flags {
 	IWARP_LINK_F_CRC = 1U << 0,
 	IWARP_LINK_F_MARKERS = 1U << 1,
 	IWARP_LINK_F_P2P = 1U << 2,
+	IWARP_LINK_F_RFC7306 = 1U << 3,
 
-	__IWARP_LINK_F_ALL = (1U << 3) - 1,
+	__IWARP_LINK_F_ALL = (1U << 4) - 1,
 };
 
 /**
@@ -144,6 +148,8 @@ enum iwarp_rtr {
  *   ready-to-receive message used.
  * @IWARP_CONN_F_ENHANCED: RFC 6581 enhanced connection setup (MPA revision 2)
  *   was negotiated.
+ * @IWARP_CONN_F_RFC7306: RFC 7306 operations are on (the link's or the
+ *   connection's rfc7306 flag).
  */
 enum iwarp_conn_flags {
 	IWARP_CONN_F_CRC = 1U << 0,
@@ -151,8 +157,9 @@ enum iwarp_conn_flags {
 	IWARP_CONN_F_MARKERS_RX = 1U << 2,
 	IWARP_CONN_F_P2P = 1U << 3,
 	IWARP_CONN_F_ENHANCED = 1U << 4,
+	IWARP_CONN_F_RFC7306 = 1U << 5,
 
-	__IWARP_CONN_F_ALL = (1U << 5) - 1,
+	__IWARP_CONN_F_ALL = (1U << 6) - 1,
 };
 
 /**
@@ -712,14 +719,17 @@ enum iwarp_attr {
  * IWARP_CMD_ACCEPT
  *   Accept the connection request IWARP_A_CM_CONN on QP IWARP_A_QP_ID
  *   (idle), replying with private data IWARP_A_CM_PDATA; IWARP_A_LINK_IRD
- *   and _ORD override the link's. The QP reaches RTS and an
- *   IWARP_EVENT_ESTABLISHED follows (in peer-to-peer mode once the
+ *   and _ORD override the link's, IWARP_A_LINK_FLAGS may carry
+ *   IWARP_LINK_F_RFC7306 only (the MPA parameters were the link's when the
+ *   request arrived), which then replaces the link's. The QP reaches RTS
+ *   and an IWARP_EVENT_ESTABLISHED follows (in peer-to-peer mode once the
  *   ready-to-receive message arrived).
  *   Permission: none (any user).
  *   Request, required: IWARP_A_CTX_FD (u32)
  *   Request, required: IWARP_A_CM_CONN (u32)
  *   Request, required: IWARP_A_QP_ID (u32)
  *   Request, optional: IWARP_A_CM_PDATA (binary, at most 512 bytes)
+ *   Request, optional: IWARP_A_LINK_FLAGS (u32)
  *   Request, optional: IWARP_A_LINK_IRD (u32)
  *   Request, optional: IWARP_A_LINK_ORD (u32)
  * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller

@@ -273,7 +273,7 @@ struct iwarp_event {
 	__u16 pdata_len;
 	__u16 rsvd0[3];
 	__u8 peer_addr[28];	/* struct sockaddr_in or sockaddr_in6 */
-	__u32 rsvd1;
+	__u32 conn_flags;	/* ESTABLISHED: enum iwarp_conn_flags */
 };
 
 #define IWARP_EVENT_MAX		(sizeof(struct iwarp_event) + 512)

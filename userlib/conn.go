@@ -45,6 +45,11 @@ type MPAParams struct {
 	Markers bool // ask for markers in the stream this side receives
 	P2P     bool // RFC 6581 peer-to-peer mode (revision 2 only)
 	RTR     RTR  // the ready-to-receive message of P2P mode
+	// RFC7306 says the peer implements RFC 7306 (atomics, Immediate
+	// Data), which MPA cannot negotiate: the connection sends and answers
+	// them. Without it (here or on the link) posting one fails with
+	// ErrNotSupported.
+	RFC7306 bool
 }
 
 // ConnParams are the optional parameters of QP.Dial and ConnRequest.Accept;
@@ -60,8 +65,9 @@ type ConnParams struct {
 	// Timeout bounds TCP setup plus the MPA Reply (Dial only); 0 is the
 	// kernel's default (10 s). It is sent in whole milliseconds.
 	Timeout time.Duration
-	// MPA replaces the link's MPA defaults for this connection (Dial
-	// only); nil keeps them.
+	// MPA replaces the link's MPA defaults for this connection (Dial);
+	// nil keeps them. Accept takes MPA.RFC7306 only (the other parameters
+	// were the link's when the request arrived): it replaces the link's.
 	MPA *MPAParams
 	// IRD and ORD (inbound and outbound RDMA Read queue depths, 1 to
 	// MaxIRDORD) replace the link's; 0 keeps them.
@@ -80,8 +86,11 @@ func (p *ConnParams) validate(op string, active bool) error {
 		return bad("IRD %d, ORD %d: must be 1 to %d (0 keeps the link's)", p.IRD, p.ORD, MaxIRDORD)
 	}
 	if !active {
-		if p.Timeout != 0 || p.MPA != nil {
-			return bad("Timeout and MPA apply to Dial only")
+		if p.Timeout != 0 {
+			return bad("Timeout applies to Dial only")
+		}
+		if m := p.MPA; m != nil && (*m != MPAParams{RFC7306: m.RFC7306}) {
+			return bad("Accept takes MPA.RFC7306 only")
 		}
 		return nil
 	}
@@ -110,6 +119,13 @@ func (p *ConnParams) encode(ae *netlink.AttributeEncoder, active bool) {
 		ms := (p.Timeout + time.Millisecond - 1) / time.Millisecond
 		ae.Uint32(netlinkproto.AttrCMTimeout, uint32(ms))
 	}
+	if m := p.MPA; !active && m != nil {
+		var flags uint32
+		if m.RFC7306 {
+			flags = netlinkproto.LinkFRFC7306
+		}
+		ae.Uint32(netlinkproto.AttrLinkFlags, flags)
+	}
 	if m := p.MPA; active && m != nil {
 		var flags uint32
 		if m.CRC {
@@ -120,6 +136,9 @@ func (p *ConnParams) encode(ae *netlink.AttributeEncoder, active bool) {
 		}
 		if m.P2P {
 			flags |= netlinkproto.LinkFP2P
+		}
+		if m.RFC7306 {
+			flags |= netlinkproto.LinkFRFC7306
 		}
 		rev := m.Rev
 		if rev == 0 {
@@ -443,6 +462,7 @@ func (qp *QP) awaitConnection(ctx context.Context, op string) ([]byte, error) {
 		}
 		return nil, &UnreachableError{Err: errno}
 	}
+	qp.rfc7306.Store(ev.ConnFlags&netlinkproto.ConnFRFC7306 != 0)
 	return ev.PData, nil
 }
 

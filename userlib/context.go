@@ -247,13 +247,14 @@ func (s fileSys) doorbell(qp, queue uint32) error {
 
 // event is one record read from the context file.
 type event struct {
-	Type     uint32
-	ID       uint64
-	Conn     uint64
-	Status   int32
-	Term     uint32
-	PeerAddr [28]byte
-	PData    []byte
+	Type      uint32
+	ID        uint64
+	Conn      uint64
+	Status    int32
+	Term      uint32
+	PeerAddr  [28]byte
+	ConnFlags uint32 // ESTABLISHED
+	PData     []byte
 }
 
 // waitCQ blocks until an IWARP_EVENT_CQ for cq has been read, ctx is done or
@@ -356,6 +357,7 @@ func (c *Context) dispatch(b []byte) error {
 			Term:   ne.Uint32(b[28:]),
 		}
 		copy(ev.PeerAddr[:], b[40:68])
+		ev.ConnFlags = ne.Uint32(b[68:])
 		if pl := int(ne.Uint16(b[32:])); pl > 0 && netlinkproto.EventSize+pl <= int(l) {
 			ev.PData = append([]byte(nil), b[netlinkproto.EventSize:netlinkproto.EventSize+pl]...)
 		}

@@ -30,6 +30,12 @@ var (
 	// ErrInvalidWR is wrapped by PostSend's and PostRecv's error when a work
 	// request is malformed; nothing was posted.
 	ErrInvalidWR = errors.New("iwarp: invalid work request")
+
+	// ErrNotSupported is wrapped by PostSend's error for an RFC 7306
+	// operation (atomics, Immediate Data) on a QP whose connection was not
+	// set up for them (MPAParams.RFC7306, or the link's rfc7306 flag):
+	// the peer may not implement them. Nothing was posted.
+	ErrNotSupported = errors.New("iwarp: operation not enabled on this connection")
 )
 
 // Completion errors, returned by WC.Err for the matching Status.

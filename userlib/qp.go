@@ -78,6 +78,9 @@ const (
 //	atomics                     exactly one SGE of 8 octets for the original value;
 //	                            Add (OpFetchAdd), Swap (OpSwap, OpCmpSwap),
 //	                            Compare and CompareMask (OpCmpSwap), AddSwapMask
+//	                            (RFC 7306 §5.1: FetchAdd's lane boundaries, 0 for a
+//	                            plain add; CmpSwap's bits swapped; CompareMask the
+//	                            bits compared: PostCmpSwap sets both to all ones)
 //	OpImm                       ImmData, no payload
 type SendWR struct {
 	WRID        uint64 // returned in the completion
@@ -119,9 +122,10 @@ type QP struct {
 	rq    *ring
 	rqMem []byte
 
-	dead   atomic.Bool // closed: the rings are unmapped
-	closed bool        // guarded by ctx.mu
-	cmErr  error       // DISCONNECTED or QP_ERROR seen; guarded by ctx.evMu
+	dead    atomic.Bool // closed: the rings are unmapped
+	rfc7306 atomic.Bool // the connection takes RFC 7306 operations
+	closed  bool        // guarded by ctx.mu
+	cmErr   error       // DISCONNECTED or QP_ERROR seen; guarded by ctx.evMu
 }
 
 // CreateQP creates a queue pair in pd whose completions go to sendCQ and
@@ -243,6 +247,9 @@ func (qp *QP) PostSend(wr SendWR) error {
 	e, err := encodeSend(&wr)
 	if err != nil {
 		return err
+	}
+	if (wr.Op == OpImm || wr.Op.atomic()) && !qp.rfc7306.Load() {
+		return fmt.Errorf("post send: %v: %w", wr.Op, ErrNotSupported)
 	}
 	qp.sqMu.Lock()
 	defer qp.sqMu.Unlock()
@@ -409,4 +416,40 @@ func (qp *QP) Close() error {
 	qp.release()
 	delete(c.qps, qp)
 	return nil
+}
+
+// PostImm posts RFC 7306 Immediate Data: the 8 octets imm take the peer's
+// next posted receive, which completes as WCRecvImm with ImmData (and
+// WCSolicited when flags has Solicited: Immediate Data with Solicited
+// Event). The connection must be set up for RFC 7306 (MPAParams.RFC7306,
+// or the link's flag), else the error wraps ErrNotSupported.
+func (qp *QP) PostImm(wrID, imm uint64, flags SendFlags) error {
+	return qp.PostSend(SendWR{WRID: wrID, Op: OpImm, Flags: flags, ImmData: imm})
+}
+
+// PostFetchAdd posts an RFC 7306 FetchAdd: add is added to the 8 octets at
+// remoteAddr of the peer's region rkey (aligned to 8, registered with
+// RemoteAtomic), atomically against every atomic of the peer's host. The
+// original value lands in result (8 octets of a LocalWrite region) and in
+// the completion's ImmData. A lane-wise add is SendWR's AddSwapMask.
+func (qp *QP) PostFetchAdd(wrID uint64, result SGE, rkey uint32, remoteAddr, add uint64, flags SendFlags) error {
+	return qp.PostSend(SendWR{WRID: wrID, Op: OpFetchAdd, Flags: flags, SGEs: []SGE{result},
+		RKey: rkey, RemoteAddr: remoteAddr, Add: add})
+}
+
+// PostSwap posts an RFC 7306 Swap: the 8 octets at remoteAddr become swap;
+// the original value is returned as for PostFetchAdd.
+func (qp *QP) PostSwap(wrID uint64, result SGE, rkey uint32, remoteAddr, swap uint64, flags SendFlags) error {
+	return qp.PostSend(SendWR{WRID: wrID, Op: OpSwap, Flags: flags, SGEs: []SGE{result},
+		RKey: rkey, RemoteAddr: remoteAddr, Swap: swap})
+}
+
+// PostCmpSwap posts an RFC 7306 CmpSwap: if the 8 octets at remoteAddr
+// equal compare they become swap; the original value is returned as for
+// PostFetchAdd (equal to compare when the swap happened). Masked compares
+// and swaps are SendWR's CompareMask and AddSwapMask.
+func (qp *QP) PostCmpSwap(wrID uint64, result SGE, rkey uint32, remoteAddr, compare, swap uint64, flags SendFlags) error {
+	return qp.PostSend(SendWR{WRID: wrID, Op: OpCmpSwap, Flags: flags, SGEs: []SGE{result},
+		RKey: rkey, RemoteAddr: remoteAddr, Compare: compare, Swap: swap,
+		CompareMask: ^uint64(0), AddSwapMask: ^uint64(0)})
 }

@@ -17,7 +17,7 @@ import (
 func (cc *clientConn) bandwidth(ctx context.Context) error {
 	cfg, s, n := cc.cfg, cc.cfg.size, cc.cfg.iters
 	depth := min(cc.q.window, cc.qp.SQEntries())
-	if cfg.test == testRead {
+	if cfg.test == testRead || cfg.test == testAtomic {
 		depth = min(depth, readDepth)
 	}
 	k := max(depth/4, 1)
@@ -28,6 +28,14 @@ func (cc *clientConn) bandwidth(ctx context.Context) error {
 	var verr error
 	done := func(wc userlib.WC) {
 		completed = max(completed, int(wc.WRID)+1)
+		if cfg.test == testAtomic && cfg.verify && verr == nil {
+			// A counter only this connection adds to: below n.
+			if wc.ImmData >= uint64(n) {
+				verr = fmt.Errorf("FetchAdd %d found %d, beyond the %d added", wc.WRID, wc.ImmData, n)
+			} else {
+				cc.verified += atomicSize
+			}
+		}
 		if cfg.test == testRead && cfg.verify && verr == nil {
 			slot := int(wc.WRID) % readDepth
 			sink := cc.data.mem[slot*s : (slot+1)*s]
@@ -82,6 +90,12 @@ func (cc *clientConn) bandwidth(ctx context.Context) error {
 			if s > 0 {
 				slot := posted % cc.nsrc
 				wr.SGEs = []userlib.SGE{cc.data.sge(slot*s, s)}
+			}
+		case testAtomic:
+			wr.Op, wr.Add = userlib.OpFetchAdd, 1
+			wr.SGEs = []userlib.SGE{cc.data.sge(posted%readDepth*atomicSize, atomicSize)}
+			if cfg.verify {
+				wr.Flags = userlib.Signaled // each original value checked
 			}
 		case testRead:
 			wr.Op = userlib.OpRead

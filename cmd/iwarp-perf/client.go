@@ -172,6 +172,8 @@ func dialConn(ctx context.Context, c *userlib.Context, pd *userlib.PD, cfg *conf
 		dataLen, access = 2*s, userlib.RemoteWrite // source, then the server's target
 	case cfg.lat && cfg.test == testSend:
 		slot = max(s, ctlSize)
+	case cfg.test == testAtomic:
+		dataLen = readDepth * atomicSize // a result slot per atomic in flight
 	case cfg.lat: // read
 	case cfg.test == testRead && cfg.verify:
 		dataLen = readDepth * s // a sink per Read in flight
@@ -212,7 +214,11 @@ func dialConn(ctx context.Context, c *userlib.Context, pd *userlib.PD, cfg *conf
 	if cfg.crc != nil || cfg.markers != nil {
 		p.MPA = &userlib.MPAParams{Rev: 2, CRC: cfg.crc != nil && *cfg.crc, Markers: cfg.markers != nil && *cfg.markers}
 	}
-	if cfg.test == testRead {
+	if cfg.test == testAtomic {
+		p.MPA = &userlib.MPAParams{Rev: 2, CRC: cfg.crc != nil && *cfg.crc, Markers: cfg.markers != nil && *cfg.markers,
+			RFC7306: true}
+	}
+	if cfg.test == testRead || cfg.test == testAtomic {
 		p.ORD = readDepth
 	}
 	pdata, err := ep.qp.Dial(ctx, addr, p)
@@ -249,6 +255,8 @@ func (cc *clientConn) run(ctx context.Context) error {
 		err = cc.writeLat(ctx)
 	case cc.cfg.lat && cc.cfg.test == testSend:
 		err = cc.sendLat(ctx)
+	case cc.cfg.lat && cc.cfg.test == testAtomic:
+		err = cc.atomicLat(ctx)
 	case cc.cfg.lat:
 		err = cc.readLat(ctx)
 	default:

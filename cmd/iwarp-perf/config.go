@@ -21,9 +21,13 @@ const (
 	testWrite testType = iota
 	testRead
 	testSend
+	testAtomic // RFC 7306 FetchAdd of 1 on one 8-octet counter
 )
 
-var testNames = [...]string{testWrite: "write", testRead: "read", testSend: "send"}
+var testNames = [...]string{testWrite: "write", testRead: "read", testSend: "send", testAtomic: "atomic"}
+
+// atomicSize is the size of an atomic's operand (-t atomic).
+const atomicSize = 8
 
 func (t testType) String() string {
 	if int(t) < len(testNames) {
@@ -38,7 +42,7 @@ func parseTest(s string) (testType, error) {
 			return testType(i), nil
 		}
 	}
-	return 0, fmt.Errorf("-t %q: must be write, read or send", s)
+	return 0, fmt.Errorf("-t %q: must be write, read, send or atomic", s)
 }
 
 // Limits of the command line.
@@ -167,6 +171,15 @@ func buildConfig(f *rawFlags, args []string) (*config, error) {
 	}
 	if c.size, err = parseSize(f.size); err != nil {
 		return nil, err
+	}
+	if c.test == testAtomic {
+		switch {
+		case f.sizeSet && c.size != atomicSize:
+			return nil, fmt.Errorf("-s %d: an atomic's operand has %d octets", c.size, atomicSize)
+		case f.perftest:
+			return nil, fmt.Errorf("-t atomic is not a perftest test (siw does not implement RFC 7306)")
+		}
+		c.size = atomicSize
 	}
 	if c.iters < 1 || c.iters > maxIters {
 		return nil, fmt.Errorf("-n %d: must be 1 to %d", c.iters, maxIters)

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -204,4 +205,44 @@ func (sc *serverConn) waitFin(ctx context.Context) error {
 		return fmt.Errorf("connection %d: a message of %d octets instead of the end marker", sc.index, wcs[0].ByteLen)
 	}
 	return nil
+}
+
+// atomicLat: one FetchAdd of 1 at a time on the server's counter, timed
+// from post to completion; with --verify each finds the iteration's count.
+func (cc *clientConn) atomicLat(ctx context.Context) error {
+	for it := range cc.cfg.iters {
+		wr := userlib.SendWR{WRID: uint64(it), Op: userlib.OpFetchAdd, Flags: userlib.Signaled, RemoteAddr: cc.srv.Addr,
+			RKey: cc.srv.RKey, Add: 1, SGEs: []userlib.SGE{cc.data.sge(0, atomicSize)}}
+		t0 := time.Now()
+		if err := cc.qp.PostSend(wr); err != nil {
+			return fmt.Errorf("post fetch-add: %w", err)
+		}
+		var orig uint64
+		for got := false; !got; {
+			wcs, err := cc.sendP.next(ctx)
+			if err != nil {
+				return err
+			}
+			cc.reap(wcs, func(wc userlib.WC) { orig, got = wc.ImmData, true })
+		}
+		cc.samples = append(cc.samples, time.Since(t0))
+		if cc.cfg.verify {
+			if orig != uint64(it) {
+				return fmt.Errorf("iteration %d: FetchAdd found %d, want %d", it, orig, it)
+			}
+			cc.verified += atomicSize
+		}
+	}
+	return nil
+}
+
+// verifyCounter checks, at the end of -t atomic, that the counter holds one
+// for each FetchAdd the client made.
+func (sc *serverConn) verifyCounter() {
+	n := uint64(sc.req.Iters)
+	if got := binary.NativeEndian.Uint64(sc.data.mem[:atomicSize]); got != n {
+		sc.verr = fmt.Errorf("connection %d: counter %d after %d FetchAdds of 1", sc.index, got, n)
+		return
+	}
+	sc.verified += atomicSize
 }

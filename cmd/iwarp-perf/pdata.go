@@ -117,8 +117,10 @@ func unmarshalRequest(b []byte) (*request, error) {
 		Buf:    remoteBuf{RKey: be.Uint32(b[20:]), Addr: be.Uint64(b[24:]), Len: be.Uint32(b[32:])},
 	}
 	switch {
-	case r.Test > testSend:
+	case r.Test > testAtomic:
 		return nil, fmt.Errorf("unknown test %d", r.Test)
+	case r.Test == testAtomic && r.Size != atomicSize:
+		return nil, fmt.Errorf("atomics of %d octets", r.Size)
 	case r.Size > maxSize:
 		return nil, fmt.Errorf("size %d above %d", r.Size, maxSize)
 	case r.Iters < 1 || r.Iters > maxIters:

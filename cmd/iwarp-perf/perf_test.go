@@ -47,8 +47,11 @@ func TestFlags(t *testing.T) {
 	if c, err := parse(t, "-q", "1024", "x"); err != nil || c.qps != 1024 {
 		t.Fatalf("-q 1024: %+v, %v", c, err)
 	}
+	if c, err := parse(t, "-t", "atomic", "--lat", "x"); err != nil || c.size != atomicSize || c.mode() != "atomic_lat" {
+		t.Fatalf("-t atomic: %+v, %v", c, err)
+	}
 	for _, bad := range [][]string{
-		{"-t", "atomic"}, {"-s", "3X"}, {"-s", "-1"}, {"-s", "2G"}, {"-s", ""}, {"-n", "0"}, {"-q", "0"}, {"-q", "1025"},
+		{"-t", "fetch"}, {"-t", "atomic", "-s", "16", "x"}, {"-t", "atomic", "--perftest", "x"}, {"-s", "3X"}, {"-s", "-1"}, {"-s", "2G"}, {"-s", ""}, {"-n", "0"}, {"-q", "0"}, {"-q", "1025"},
 		{"-p", "0"}, {"-p", "70000"}, {"--crc", "maybe", "x"}, {"--crc", "on"}, {"-B", "nowhere"}, {"-B", "::", "x"},
 		{"--lat", "-s", "0"}, {"--timeout", "-1s"}, {"a", "b"}, {"--bogus"},
 	} {

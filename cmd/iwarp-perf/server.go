@@ -103,8 +103,11 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 		taken[req.Index] = true
 		conns = append(conns, sc)
 		p := &userlib.ConnParams{PrivateData: rep.marshal()}
-		if req.Test == testRead {
+		if req.Test == testRead || req.Test == testAtomic {
 			p.IRD = readDepth
+		}
+		if req.Test == testAtomic {
+			p.MPA = &userlib.MPAParams{RFC7306: true}
 		}
 		wg.Add(1)
 		answered.Add(1)
@@ -170,6 +173,8 @@ func newServerConn(c *userlib.Context, pd *userlib.PD, req *request) (*serverCon
 		}
 	case req.Test == testRead:
 		access = userlib.RemoteRead
+	case req.Test == testAtomic:
+		access = userlib.RemoteAtomic // the counter, from 0
 	case req.Lat: // send
 		slot, nrecv = s, ctlRecvs
 	default: // send bandwidth: the receives are the credits
@@ -225,8 +230,11 @@ func (sc *serverConn) serve(ctx context.Context) error {
 		err = sc.serveWriteLat(ctx)
 	case sc.req.Lat && sc.req.Test == testSend:
 		err = sc.serveSendLat(ctx)
-	case sc.req.Lat:
+	case sc.req.Lat || sc.req.Test == testAtomic:
 		err = sc.waitFin(ctx)
+		if err == nil && sc.req.Test == testAtomic && sc.req.Verify {
+			sc.verifyCounter()
+		}
 	default:
 		err = sc.serveBandwidth(ctx)
 	}

@@ -214,7 +214,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"link", "set", "iw0", "crc"}, 2, "iwarpctl: \"crc\" needs a value (on or off)\n"},
 		{[]string{"link", "set", "iw0", "crc", "yes"}, 2, "iwarpctl: crc: \"yes\" is not on or off\n"},
 		{[]string{"link", "set", "iw0", "bogus", "on"}, 2,
-			"iwarpctl: unknown keyword \"bogus\" (want crc, markers, p2p, mpa-rev, rtr, ird or ord)\n"},
+			"iwarpctl: unknown keyword \"bogus\" (want crc, markers, p2p, rfc7306, mpa-rev, rtr, ird or ord)\n"},
 		{[]string{"link", "set", "iw0", "bogus"}, 2, ""},
 		{[]string{"link", "set", "iw0", "mpa-rev"}, 2, "iwarpctl: \"mpa-rev\" needs a value (1 or 2)\n"},
 		{[]string{"link", "set", "iw0", "mpa-rev", "3"}, 2, "iwarpctl: mpa-rev: \"3\" is not 1 or 2\n"},

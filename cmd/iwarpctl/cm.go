@@ -40,7 +40,7 @@ Unknown values from a newer module appear as numbers (kind3, state12).
 JSON (-j) prints an array of objects with the keys pid, comm, ctx, id,
 kind, state, qp (null if none), local_addr, local_port, peer_addr,
 peer_port (null for listeners), flags (list of "crc", "markers-tx",
-"markers-rx", "p2p", "enhanced"), mpa_rev (null before negotiation), rtr
+"markers-rx", "p2p", "enhanced", "rfc7306"), mpa_rev (null before negotiation), rtr
 ("write", "read", "send"; null without p2p), ird, ord, and the counters
 of iwarpctl stats: tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
 term_sent, term_rcvd.`,

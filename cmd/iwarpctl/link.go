@@ -12,7 +12,7 @@ import (
 	"github.com/iwarp/iwarp/ctl"
 )
 
-const linkParamsUsage = "[crc on|off] [markers on|off] [p2p on|off] [mpa-rev 1|2] [rtr write|read|send] [ird N] [ord N]"
+const linkParamsUsage = "[crc on|off] [markers on|off] [p2p on|off] [rfc7306 on|off] [mpa-rev 1|2] [rtr write|read|send] [ird N] [ord N]"
 
 func newLinkCmd(a *app) *cobra.Command {
 	show := &cobra.Command{
@@ -36,14 +36,16 @@ func newLinkCmd(a *app) *cobra.Command {
   iwarpctl link [show|list] [NAME]
 
 The parameters are the MPA defaults of connections made on the link
-afterwards: the flags crc, markers and p2p (default off), the MPA revision
+afterwards: the flags crc, markers, p2p and rfc7306 (default off; rfc7306
+says the peers implement RFC 7306 atomics and Immediate Data, which MPA
+cannot negotiate: set it on both ends, never toward siw), the MPA revision
 (default 2), the RFC 6581 ready-to-receive message (default write), and the
 IRD and ORD (1 to 16383, default 16). link set changes only the parameters
 given.
 
 JSON (-j) prints an array of objects with the keys index, name, netdev,
-ifindex, state ("up" or "down"), flags (list of "crc", "markers", "p2p"),
-mpa_rev, rtr ("write", "read" or "send"), ird and ord.`,
+ifindex, state ("up" or "down"), flags (list of "crc", "markers", "p2p",
+"rfc7306"), mpa_rev, rtr ("write", "read" or "send"), ird and ord.`,
 		Args: cobra.MaximumNArgs(0),
 		RunE: show.RunE,
 	}
@@ -150,7 +152,7 @@ func parseLinkParams(words []string) (*linkChanges, error) {
 			if _, err := ctl.ParseLinkFlag(key); err == nil {
 				return nil, usageErr("%q needs a value (on or off)", key)
 			}
-			return nil, usageErr("unknown keyword %q (want crc, markers, p2p, mpa-rev, rtr, ird or ord)", key)
+			return nil, usageErr("unknown keyword %q (want crc, markers, p2p, rfc7306, mpa-rev, rtr, ird or ord)", key)
 		}
 		val := words[i+1]
 		switch key {
@@ -179,7 +181,7 @@ func parseLinkParams(words []string) (*linkChanges, error) {
 		default:
 			f, err := ctl.ParseLinkFlag(key)
 			if err != nil {
-				return nil, usageErr("unknown keyword %q (want crc, markers, p2p, mpa-rev, rtr, ird or ord)", key)
+				return nil, usageErr("unknown keyword %q (want crc, markers, p2p, rfc7306, mpa-rev, rtr, ird or ord)", key)
 			}
 			switch val {
 			case "on":

@@ -220,6 +220,7 @@ enum iwp_rdmap_etype {
 
 /* RDMAP error codes */
 enum iwp_rdmap_ecode {
+	IWP_RDMAP_EC_LOCAL		= 0x00,	/* with IWP_RDMAP_ET_CATASTROPHIC */
 	IWP_RDMAP_EC_INV_STAG		= 0x00,
 	IWP_RDMAP_EC_BOUNDS		= 0x01,
 	IWP_RDMAP_EC_ACCESS		= 0x02,

@@ -179,7 +179,7 @@ func upper(name string) string {
 }
 
 var initialisms = map[string]string{
-	"crc": "CRC", "p2p": "P2P", "netns": "NetNS", "ifindex": "Ifindex", "mr": "MR", "pd": "PD",
+	"crc": "CRC", "p2p": "P2P", "rfc7306": "RFC7306", "netns": "NetNS", "ifindex": "Ifindex", "mr": "MR", "pd": "PD",
 	"cq": "CQ", "qp": "QP", "sq": "SQ", "rq": "RQ", "fd": "FD", "rts": "RTS", "stag": "STag", "id": "ID",
 	"mpa": "MPA", "rtr": "RTR", "ird": "IRD", "ord": "ORD", "pid": "PID",
 	"cm": "CM", "pdata": "PData", "tx": "TX", "rx": "RX", "fpdus": "FPDUs",

@@ -383,3 +383,11 @@ func (p *malPeer) localAddr() netip.AddrPort {
 
 // isTimeout reports a deadline expiry.
 func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+// readReqSeg is a valid Read Request (MSN 1) of 16 octets of e's region
+// into a sink of the peer's.
+func readReqSeg(e *rdmaEnd) wire.Segment {
+	return wire.Segment{Last: true, DV: wire.DDPVersion, RV: wire.RDMAPVersion, Opcode: wire.OpReadRequest,
+		QN: wire.QNReadRequest, MSN: 1, ReadReq: wire.ReadRequest{SinkSTag: 0x1234, SinkTO: 0x1000, Size: 16,
+			SrcSTag: e.mr.STag(), SrcTO: e.mr.Addr()}}
+}

@@ -30,6 +30,11 @@ var (
 	malTermDVUntag   = wire.TerminateError{Layer: wire.LayerDDP, EType: 2, ECode: 0x06}               // DDP-4
 	malTermRV        = wire.TerminateError{Layer: wire.LayerRDMAP, EType: 2, ECode: 0x05}             // RDMAP-1
 	malTermBadOpcode = wire.TerminateError{Layer: wire.LayerRDMAP, EType: 2, ECode: 0x06}             // RDMAP-2, RDMAP-10
+	// A whole-segment message (Read Request, Terminate) with MO > 0, or
+	// without the Last flag, or a Terminate not MSN 1 (DDP-36, RDMAP-11).
+	malTermInvMO       = wire.TerminateError{Layer: wire.LayerDDP, EType: 2, ECode: 0x04}
+	malTermUnspecified = wire.TerminateError{Layer: wire.LayerRDMAP, EType: 2, ECode: 0xFF}
+	malTermMSN         = wire.TerminateError{Layer: wire.LayerDDP, EType: 2, ECode: 0x03}
 )
 
 // malCase is one kind of malformed FPDU traffic toward an established
@@ -190,6 +195,32 @@ func TestMalformed(t *testing.T) {
 			send: func(t *testing.T, p *malPeer, e *rdmaEnd) []byte {
 				s := sendSeg(1, payload(32, 10))
 				s.RV = 0
+				u := wire.AppendSegment(nil, &s)
+				p.sendFPDU(u, wire.Faults{})
+				return u
+			}},
+		// A Read Request, a Terminate and the RFC 7306 messages are one
+		// whole segment each: MO 0, Last set; a Terminate is MSN 1 of QN 2.
+		{name: "read-request-mo", want: malTermInvMO,
+			send: func(t *testing.T, p *malPeer, e *rdmaEnd) []byte {
+				s := readReqSeg(e)
+				s.MO = 4
+				u := wire.AppendSegment(nil, &s)
+				p.sendFPDU(u, wire.Faults{})
+				return u
+			}},
+		{name: "read-request-not-last", want: malTermUnspecified,
+			send: func(t *testing.T, p *malPeer, e *rdmaEnd) []byte {
+				s := readReqSeg(e)
+				s.Last = false
+				u := wire.AppendSegment(nil, &s)
+				p.sendFPDU(u, wire.Faults{})
+				return u
+			}},
+		{name: "terminate-msn", want: malTermMSN,
+			send: func(t *testing.T, p *malPeer, e *rdmaEnd) []byte {
+				s := wire.Segment{Last: true, DV: wire.DDPVersion, RV: wire.RDMAPVersion, Opcode: wire.OpTerminate,
+					QN: wire.QNTerminate, MSN: 2, Terminate: wire.Terminate{Layer: wire.LayerRDMAP, EType: 2, ECode: 0xFF}}
 				u := wire.AppendSegment(nil, &s)
 				p.sendFPDU(u, wire.Faults{})
 				return u

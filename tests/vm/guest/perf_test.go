@@ -112,6 +112,11 @@ func TestPerf(t *testing.T) {
 		{[]string{"-t", "write", "--lat", "-s", "8", "-n", "200"}, "write_lat", 8, 200, 1, true, false, []string{"write", "send"}},
 		{[]string{"-t", "send", "--lat", "-s", "4K", "-n", "100"}, "send_lat", 4096, 100, 1, true, false, []string{"send"}},
 		{[]string{"-t", "read", "--lat", "-s", "8", "-n", "100"}, "read_lat", 8, 100, 1, true, false, []string{"read_request", "read_response", "send"}},
+		// RFC 7306: the Dial and the Accept opt in (the links do not);
+		// the rate keeps as many atomics in flight as the responder's
+		// IRD provides for (RDMAP-EXT-20).
+		{[]string{"-t", "atomic", "--lat", "-n", "100"}, "atomic_lat", 8, 100, 1, true, false, []string{"atomic_request", "atomic_response", "send"}},
+		{[]string{"-t", "atomic", "-n", "400", "-q", "2", "--crc", "on"}, "atomic_bw", 8, 400, 2, false, true, []string{"atomic_request", "atomic_response", "send"}},
 	}
 	for i, c := range cases {
 		name := strings.Join(c.args, " ")

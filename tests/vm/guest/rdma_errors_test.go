@@ -26,6 +26,8 @@ const (
 	termRemoteAccess   = 0x0102 // RDMAP, remote protection, access rights violation
 	termRemoteInvSTag  = 0x0100 // RDMAP, remote protection, invalid STag
 	termRemoteBounds   = 0x0101 // RDMAP, remote protection, base or bounds violation
+	termRemoteStream   = 0x0103 // RDMAP, remote protection, STag not associated with the stream
+	termOpCataStream   = 0x0207 // RDMAP, remote operation, catastrophic error localized to the stream
 	errorWaitTimeout   = 20 * time.Second
 	errorBufferPattern = 0x3C
 )
@@ -91,9 +93,39 @@ func TestRDMAErrors(t *testing.T) {
 			op: func(a, b *rdmaEnd, m *userlib.MR) userlib.SendWR {
 				return userlib.SendWR{Op: userlib.OpSend, SGEs: []userlib.SGE{a.mr.SGE(0, 100)}}
 			}},
+		// RFC 7306 atomics (RDMAP-EXT-10, RDMAP-EXT-15, RDMAP-EXT-17,
+		// RDMAP-EXT-30, RDMAP-EXT-31): checked as tagged access with
+		// REMOTE_ATOMIC, 8 octets, aligned; an invalid one is not
+		// executed and gets its Terminate.
+		{name: "atomic-misaligned", access: atomicAccess, code: termOpCataStream, status: userlib.StatusTerminated,
+			op: func(a, b *rdmaEnd, m *userlib.MR) userlib.SendWR {
+				return userlib.SendWR{Op: userlib.OpFetchAdd, SGEs: []userlib.SGE{a.mr.SGE(0, 8)},
+					RemoteAddr: m.Addr() + 4, RKey: m.STag(), Add: 1}
+			}},
+		{name: "atomic-no-access", access: rdmaAccess, code: termRemoteAccess, status: userlib.StatusRemAccessErr,
+			op: func(a, b *rdmaEnd, m *userlib.MR) userlib.SendWR {
+				return userlib.SendWR{Op: userlib.OpSwap, SGEs: []userlib.SGE{a.mr.SGE(0, 8)},
+					RemoteAddr: m.Addr(), RKey: m.STag(), Swap: 1}
+			}},
+		{name: "atomic-wrong-stag", access: atomicAccess, code: termRemoteInvSTag, status: userlib.StatusRemAccessErr,
+			op: func(a, b *rdmaEnd, m *userlib.MR) userlib.SendWR {
+				return userlib.SendWR{Op: userlib.OpFetchAdd, SGEs: []userlib.SGE{a.mr.SGE(0, 8)},
+					RemoteAddr: m.Addr(), RKey: m.STag() ^ 0x5a, Add: 1}
+			}},
+		{name: "atomic-wrong-pd", access: atomicAccess, otherPD: true, code: termRemoteStream,
+			status: userlib.StatusRemAccessErr,
+			op: func(a, b *rdmaEnd, m *userlib.MR) userlib.SendWR {
+				return userlib.SendWR{Op: userlib.OpFetchAdd, SGEs: []userlib.SGE{a.mr.SGE(0, 8)},
+					RemoteAddr: m.Addr(), RKey: m.STag(), Add: 1}
+			}},
+		{name: "atomic-out-of-bounds", access: atomicAccess, code: termRemoteBounds, status: userlib.StatusRemAccessErr,
+			op: func(a, b *rdmaEnd, m *userlib.MR) userlib.SendWR {
+				return userlib.SendWR{Op: userlib.OpCmpSwap, SGEs: []userlib.SGE{a.mr.SGE(0, 8)},
+					RemoteAddr: m.Addr() + uint64(m.Len()), RKey: m.STag(), CompareMask: ^uint64(0), AddSwapMask: ^uint64(0)}
+			}},
 	}
 	tp := newTopology(t)
-	linkUp(t, tp, ctl.FlagCRC)
+	linkUp(t, tp, ctl.FlagCRC|ctl.FlagRFC7306)
 	defer func() {
 		if t.Failed() {
 			return
