@@ -12,7 +12,7 @@ DEBUG ?=
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
-.PHONY: all help deps kmod kmod-debug go opcheck connrate generate check-generated test test-host \
+.PHONY: all help deps kmod kmod-debug go opcheck connrate generate check-generated conformance test test-host \
 	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug
 
 all: kmod go opcheck connrate
@@ -30,6 +30,7 @@ help:
 	@echo "make sparse     sparse (C=2) over the module"
 	@echo "make checkpatch checkpatch.pl over kmod/ and uapi/"
 	@echo "make generate   regenerate uapi/iwarp.h, kmod/nl_gen.[ch], netlinkproto/ from netlinkproto/iwarp.yaml"
+	@echo "make conformance regenerate docs/CONFORMANCE.md from SPEC-NOTES.md (SPEC_NOTES=path), the tests and docs/conformance-notes.txt"
 
 deps:
 	@sh scripts/deps.sh
@@ -63,6 +64,14 @@ build/connrate: tests/vm/connrate/connrate.c
 
 generate:
 	$(GO) run ./netlinkproto/gen -spec netlinkproto/iwarp.yaml -root .
+
+# docs/CONFORMANCE.md: every SPEC-NOTES checklist ID as e2e, core or none
+# (tests/conformance; its test, run by `go test ./...`, fails when the file is
+# stale).
+SPEC_NOTES ?= ../shared/docs/SPEC-NOTES.md
+
+conformance:
+	$(GO) run ./tests/conformance -root . -spec $(SPEC_NOTES)
 
 check-generated: generate
 	@git diff --exit-code -- uapi/iwarp.h kmod/nl_gen.c kmod/nl_gen.h netlinkproto/zz_generated.go \
