@@ -531,48 +531,52 @@ static u32 iwarp_rx_ird(const struct iwarp_conn *conn)
 	return conn->rtr_wait ? conn->ird : conn->ird_max;
 }
 
-/* A Read Request, CRC verified: check the source, queue it for tx.c. */
-static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+/*
+ * The region a peer's Read Request reads from or its atomic targets:
+ * valid, in the QP's PD, with @access, [@to, @to + @len) inside it. 0, or
+ * the Terminate sent (RDMAP remote protection error). Checked, then let
+ * go: tx.c checks it again when it answers.
+ */
+static int iwarp_rx_src_check(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, u32 stag,
+			      u64 to, u32 len, u32 access)
 {
-	const struct iwp_ddp_rreq *rr = &conn->rmsg.u.rreq;
-	struct iwarp_mr *mr;
-	unsigned long flags;
+	struct iwarp_mr *mr = iwarp_mr_get(stag);
 	u8 ecode = 0xff;
 
-	if (rr->read_size) {
-		mr = iwarp_mr_get(rr->src_stag);
-		if (!mr || READ_ONCE(mr->invalid))
-			ecode = IWP_RDMAP_EC_INV_STAG;
-		else if (mr->pd != conn->qp->pd)
-			ecode = IWP_RDMAP_EC_STAG_STREAM;
-		else if (!(mr->access & IWARP_MR_ACCESS_F_REMOTE_READ))
-			ecode = IWP_RDMAP_EC_ACCESS;
-		else if (rr->src_to + rr->read_size < rr->src_to)
-			ecode = IWP_RDMAP_EC_TO_WRAP;
-		else if (!iwarp_mr_range_ok(mr, rr->src_to, rr->read_size))
-			ecode = IWP_RDMAP_EC_BOUNDS;
-		/* Checked, then let go: tx.c checks it again for each FPDU. */
-		if (mr)
-			iwarp_mr_put(mr);
-		if (ecode != 0xff)
-			return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
-						  ecode);
-	}
+	if (!mr || READ_ONCE(mr->invalid))
+		ecode = IWP_RDMAP_EC_INV_STAG;
+	else if (mr->pd != conn->qp->pd)
+		ecode = IWP_RDMAP_EC_STAG_STREAM;
+	else if (!(mr->access & access))
+		ecode = IWP_RDMAP_EC_ACCESS;
+	else if (to + len < to)
+		ecode = IWP_RDMAP_EC_TO_WRAP;
+	else if (!iwarp_mr_range_ok(mr, to, len))
+		ecode = IWP_RDMAP_EC_BOUNDS;
+	if (mr)
+		iwarp_mr_put(mr);
+	if (ecode == 0xff)
+		return 0;
+	return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, ecode);
+}
+
+/*
+ * A checked Read Request or atomic into the IRQ, whole (the slot may have
+ * held the other kind), within the IRD the two share (RDMAP-6,
+ * RDMAP-EXT-16); tx.c answers it in turn.
+ */
+static int iwarp_rx_irq_push(struct iwarp_conn *conn, const struct iwp_rx_ev *ev,
+			     const struct iwarp_irq_ent *ent)
+{
+	unsigned long flags;
+
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->irq_tail - conn->irq_head >= iwarp_rx_ird(conn)) {
 		spin_unlock_irqrestore(&conn->lock, flags);
-		/* RDMAP-6: more outstanding Reads than the IRD we granted */
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
 					  IWP_RDMAP_EC_CATA_STREAM);
 	}
-	/* Whole: the slot may have held an atomic. */
-	conn->irq[conn->irq_tail % conn->ird] = (struct iwarp_irq_ent){
-		.src_stag = rr->src_stag,
-		.sink_stag = rr->sink_stag,
-		.sink_to = rr->sink_to,
-		.src_to = rr->src_to,
-		.len = rr->read_size,
-	};
+	conn->irq[conn->irq_tail % conn->ird] = *ent;
 	conn->irq_tail++;
 	spin_unlock_irqrestore(&conn->lock, flags);
 	conn->rreq_msn++;
@@ -580,56 +584,47 @@ static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	return 0;
 }
 
+/* A Read Request, CRC verified: check the source, queue it for tx.c. */
+static int iwarp_rx_read_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
+{
+	const struct iwp_ddp_rreq *rr = &conn->rmsg.u.rreq;
+
+	if (rr->read_size &&
+	    iwarp_rx_src_check(conn, ev, rr->src_stag, rr->src_to, rr->read_size,
+			       IWARP_MR_ACCESS_F_REMOTE_READ))
+		return -EBADMSG;
+	return iwarp_rx_irq_push(conn, ev, &(struct iwarp_irq_ent){
+		.src_stag = rr->src_stag,
+		.sink_stag = rr->sink_stag,
+		.sink_to = rr->sink_to,
+		.src_to = rr->src_to,
+		.len = rr->read_size,
+	});
+}
+
 /*
  * An Atomic Request, CRC verified (RDMAP-EXT-15, 31): the target checked
- * as for tagged access, with REMOTE_ATOMIC, 8 octets, aligned; queued
- * with the Read Requests, within the IRD they share (RDMAP-EXT-16), and
- * executed by tx.c when its turn comes.
+ * as for tagged access, with REMOTE_ATOMIC, 8 octets, then the AOpCode
+ * and its alignment; queued with the Read Requests and executed by tx.c
+ * when its turn comes.
  */
 static int iwarp_rx_atomic_req(struct iwarp_conn *conn, const struct iwp_rx_ev *ev)
 {
 	const struct iwp_ddp_atomic_req *a = &conn->rmsg.u.areq;
-	struct iwarp_mr *mr;
-	unsigned long flags;
 	struct iwp_term t;
-	u8 ecode = 0xff;
 
-	mr = iwarp_mr_get(a->stag);
-	if (!mr || READ_ONCE(mr->invalid))
-		ecode = IWP_RDMAP_EC_INV_STAG;
-	else if (mr->pd != conn->qp->pd)
-		ecode = IWP_RDMAP_EC_STAG_STREAM;
-	else if (!(mr->access & IWARP_MR_ACCESS_F_REMOTE_ATOMIC))
-		ecode = IWP_RDMAP_EC_ACCESS;
-	else if (a->to + sizeof(u64) < a->to)
-		ecode = IWP_RDMAP_EC_TO_WRAP;
-	else if (!iwarp_mr_range_ok(mr, a->to, sizeof(u64)))
-		ecode = IWP_RDMAP_EC_BOUNDS;
-	if (mr)
-		iwarp_mr_put(mr);
-	if (ecode != 0xff)
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, ecode);
+	if (iwarp_rx_src_check(conn, ev, a->stag, a->to, sizeof(u64),
+			       IWARP_MR_ACCESS_F_REMOTE_ATOMIC))
+		return -EBADMSG;
 	/* A reserved AOpCode, or a misaligned target: memory untouched. */
 	if (iwp_atomic_check(a->aopcode, a->to, &t))
 		return iwarp_rx_violation(conn, ev, t.layer, t.etype, t.ecode);
-	spin_lock_irqsave(&conn->lock, flags);
-	if (conn->irq_tail - conn->irq_head >= iwarp_rx_ird(conn)) {
-		spin_unlock_irqrestore(&conn->lock, flags);
-		/* more outstanding Reads and atomics than the IRD we granted */
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
-					  IWP_RDMAP_EC_CATA_STREAM);
-	}
-	conn->irq[conn->irq_tail % conn->ird] = (struct iwarp_irq_ent){
+	return iwarp_rx_irq_push(conn, ev, &(struct iwarp_irq_ent){
 		.src_stag = a->stag,
 		.len = sizeof(u64),
 		.atomic = true,
 		.areq = *a,
-	};
-	conn->irq_tail++;
-	spin_unlock_irqrestore(&conn->lock, flags);
-	conn->rreq_msn++;
-	iwarp_tx_kick(conn);
-	return 0;
+	});
 }
 
 /*

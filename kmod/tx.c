@@ -397,13 +397,27 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	return 1;
 }
 
+/*
+ * A Read or atomic of the current WR framed: its ORQ entry, and the WR
+ * completes when the response arrives (rx.c).
+ */
+static void iwarp_orq_push(struct iwarp_conn *conn, const struct iwarp_orq_ent *ent)
+{
+	unsigned long flags;
+
+	conn->msn_rreq++;
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->orq[conn->orq_tail % conn->ord] = *ent;
+	conn->orq_tail++;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	iwarp_cur_done(conn, IWARP_WC_SUCCESS, false);
+}
+
 /* Frames the Read Request of the current WR and queues it on the ORQ. */
 static int iwarp_tx_read_req(struct iwarp_conn *conn)
 {
 	const struct iwarp_sqe *wr = &conn->cur;
-	struct iwarp_orq_ent *o;
 	struct iwp_ddp_msg m;
-	unsigned long flags;
 	int err;
 
 	iwarp_ddp_msg_init(&m, false, IWP_OP_READ_REQ);
@@ -418,19 +432,13 @@ static int iwarp_tx_read_req(struct iwarp_conn *conn)
 	err = iwarp_tx_hdr_only(conn, &m);
 	if (err)
 		return err;
-	conn->msn_rreq++;
-	spin_lock_irqsave(&conn->lock, flags);
-	o = &conn->orq[conn->orq_tail % conn->ord];
-	o->sq_idx = conn->sq_next;
-	o->sink_stag = m.u.rreq.sink_stag;
-	o->sink_to = m.u.rreq.sink_to;
-	o->len = m.u.rreq.read_size;
-	o->placed = 0;
-	o->atomic = false;
-	conn->orq_tail++;
-	spin_unlock_irqrestore(&conn->lock, flags);
 	/* The MRs of the sink stay registered by the user; rx.c places by STag. */
-	iwarp_cur_done(conn, IWARP_WC_SUCCESS, false);
+	iwarp_orq_push(conn, &(struct iwarp_orq_ent){
+		.sq_idx = conn->sq_next,
+		.sink_stag = m.u.rreq.sink_stag,
+		.sink_to = m.u.rreq.sink_to,
+		.len = m.u.rreq.read_size,
+	});
 	return 0;
 }
 
@@ -439,9 +447,7 @@ static int iwarp_tx_atomic_req(struct iwarp_conn *conn)
 {
 	const struct iwarp_sqe *wr = &conn->cur;
 	struct iwp_ddp_atomic_req *a;
-	struct iwarp_orq_ent *o;
 	struct iwp_ddp_msg m;
-	unsigned long flags;
 	int err;
 
 	iwarp_ddp_msg_init(&m, false, IWP_OP_ATOMIC_REQ);
@@ -474,21 +480,15 @@ static int iwarp_tx_atomic_req(struct iwarp_conn *conn)
 	err = iwarp_tx_hdr_only(conn, &m);
 	if (err)
 		return err;
-	conn->msn_rreq++;
 	conn->areq_id++;
-	spin_lock_irqsave(&conn->lock, flags);
-	o = &conn->orq[conn->orq_tail % conn->ord];
-	o->sq_idx = conn->sq_next;
-	o->sink_stag = wr->sge[0].lkey;
-	o->sink_to = wr->sge[0].addr;
-	o->len = sizeof(u64);
-	o->placed = 0;
-	o->atomic = true;
-	o->req_id = a->req_id;
-	conn->orq_tail++;
-	spin_unlock_irqrestore(&conn->lock, flags);
-	/* Completes when its Atomic Response is placed (rx.c). */
-	iwarp_cur_done(conn, IWARP_WC_SUCCESS, false);
+	iwarp_orq_push(conn, &(struct iwarp_orq_ent){
+		.sq_idx = conn->sq_next,
+		.sink_stag = wr->sge[0].lkey,
+		.sink_to = wr->sge[0].addr,
+		.len = sizeof(u64),
+		.atomic = true,
+		.req_id = a->req_id,
+	});
 	return 0;
 }
 

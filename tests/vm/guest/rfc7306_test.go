@@ -243,17 +243,7 @@ func TestRFC7306Contention(t *testing.T) {
 	const qps, workers, adds = 4, 4, 150
 	for _, path := range []string{"veth", "loopback"} {
 		t.Run(path, func(t *testing.T) {
-			tp := newTopology(t)
-			addr := netip.MustParseAddr(TopoB4)
-			lo := tp
-			flags := ctl.FlagCRC | ctl.FlagRFC7306
-			if path == "veth" {
-				linkUp(t, tp, flags)
-			} else {
-				addr = netip.MustParseAddr("10.12.0.1")
-				lo = &Topology{t: t, A: tp.A, B: tp.A}
-				dummyLink(t, tp.A, "d0", addr.String()+"/24", flags)
-			}
+			lo, addr := pathTopo(t, path, ctl.FlagCRC|ctl.FlagRFC7306)
 			counter := newRdmaEnd(t, lo.B, 4096, atomicAccess)
 			setWord(counter.buf, 0, 0)
 			var wg sync.WaitGroup

@@ -98,21 +98,27 @@ func TestRxStageTask(t *testing.T) {
 	}
 }
 
-// knobPair connects two ends with flags over path: the veth between the
-// namespaces, or loopback in one (MSS near 64 KiB); each end registers
-// size octets and the matrix's tail.
-func knobPair(t *testing.T, path string, flags ctl.LinkFlags, size int) (*Topology, *rdmaEnd, *rdmaEnd) {
+// pathTopo sets up links with flags for path: "veth", the veth between the
+// namespaces, or "loopback", a dummy device's address in namespace A that
+// both ends use (MSS near 64 KiB). It returns the ends' namespaces (A and
+// B, both A over loopback) and the address to connect to.
+func pathTopo(t *testing.T, path string, flags ctl.LinkFlags) (*Topology, netip.Addr) {
 	t.Helper()
 	tp := newTopology(t)
-	lo := tp
-	addr := netip.MustParseAddr(TopoB4)
 	if path == "veth" {
 		linkUp(t, tp, flags)
-	} else {
-		addr = netip.MustParseAddr("10.12.0.1")
-		lo = &Topology{t: t, A: tp.A, B: tp.A}
-		dummyLink(t, tp.A, "d0", addr.String()+"/24", flags)
+		return tp, netip.MustParseAddr(TopoB4)
 	}
+	addr := netip.MustParseAddr("10.12.0.1")
+	dummyLink(t, tp.A, "d0", addr.String()+"/24", flags)
+	return &Topology{t: t, A: tp.A, B: tp.A}, addr
+}
+
+// knobPair connects two ends with flags over path (pathTopo); each end
+// registers size octets and the matrix's tail.
+func knobPair(t *testing.T, path string, flags ctl.LinkFlags, size int) (*Topology, *rdmaEnd, *rdmaEnd) {
+	t.Helper()
+	lo, addr := pathTopo(t, path, flags)
 	a := newRdmaEnd(t, lo.A, size+matrixTail, rdmaAccess)
 	b := newRdmaEnd(t, lo.B, size+matrixTail, rdmaAccess)
 	connectPair(t, a, b, lo, addr, nil)
