@@ -58,6 +58,7 @@ static void iwarp_conn_release(struct kref *ref)
 	kvfree(conn->orq);
 	kvfree(conn->irq);
 	iwarp_rx_stage_free(conn);
+	kfree(conn->mpa_buf);
 	iwarp_ctx_put(conn->ctx);
 	atomic_dec(&iwarp_conns_live);
 	kfree_rcu(conn, rcu);
@@ -110,7 +111,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	spin_lock_init(&conn->lock);
 	mutex_init(&conn->tx_lock);
 	mutex_init(&conn->cm_lock);
-	INIT_WORK(&conn->cm_work, iwarp_cm_work);
+	INIT_DELAYED_WORK(&conn->cm_work, iwarp_cm_work);
 	INIT_WORK(&conn->close_work, iwarp_cm_close_work);
 	INIT_WORK(&conn->rx_work, iwarp_rx_work);
 	INIT_WORK(&conn->tx_work, iwarp_tx_work);
@@ -269,10 +270,11 @@ static void iwarp_sk_data_ready(struct sock *sk)
 	read_lock_bh(&sk->sk_callback_lock);
 	conn = iwarp_sk_conn(sk);
 	if (conn && !READ_ONCE(conn->closing)) {
-		if (conn->kind == IWARP_CM_KIND_LISTENER)
-			iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
+		/* fpdu_mode is set under sk_callback_lock (FPDU mode). */
+		if (conn->fpdu_mode)
+			iwarp_rx_direct(conn);
 		else
-			iwarp_rx_direct(conn);	/* hooked in FPDU mode only */
+			iwarp_cm_kick(conn);	/* a listener, or the exchange */
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }
@@ -283,7 +285,11 @@ static void iwarp_sk_write_space(struct sock *sk)
 
 	read_lock_bh(&sk->sk_callback_lock);
 	conn = iwarp_sk_conn(sk);
-	if (conn && !READ_ONCE(conn->closing) && sk_stream_is_writeable(sk)) {
+	if (conn && !conn->fpdu_mode) {
+		/* TCP's own wakes an accept's or reject's Reply write. */
+		conn->saved_write_space(sk);
+		iwarp_cm_kick(conn);	/* the rest of the Request */
+	} else if (conn && !READ_ONCE(conn->closing) && sk_stream_is_writeable(sk)) {
 		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
 		iwarp_tx_kick(conn);
 	}
@@ -310,8 +316,16 @@ static void iwarp_sk_state_change(struct sock *sk)
 
 	read_lock_bh(&sk->sk_callback_lock);
 	conn = iwarp_sk_conn(sk);
-	if (conn && !READ_ONCE(conn->closing) && iwarp_sk_ended(sk->sk_state))
+	if (conn && !conn->fpdu_mode) {
+		/*
+		 * The exchange learns of the handshake's end or a failure;
+		 * TCP's own wakes a Reply write (a close shuts it down).
+		 */
+		conn->saved_state_change(sk);
+		iwarp_cm_kick(conn);
+	} else if (conn && !READ_ONCE(conn->closing) && iwarp_sk_ended(sk->sk_state)) {
 		iwarp_cm_close_async(conn);
+	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -460,7 +474,14 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
 	bool was_up;
+	int status;
 
+	/*
+	 * Why TCP ended, if it did: a reset (ECONNRESET, EPIPE), or a peer
+	 * that stopped answering (ETIMEDOUT, cm_sock.c); 0 for an orderly
+	 * end or our own close.
+	 */
+	status = conn->sock ? -READ_ONCE(conn->sock->sk->sk_err) : 0;
 	mutex_lock(&conn->tx_lock);
 	was_up = conn->fpdu_mode;
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
@@ -474,7 +495,7 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	iwarp_tx_buf_trim(conn);
 	mutex_unlock(&conn->tx_lock);
 	if (was_up)
-		iwarp_cm_event(conn, IWARP_EVENT_DISCONNECTED, 0, 0, NULL, 0);
+		iwarp_cm_event(conn, IWARP_EVENT_DISCONNECTED, status, 0, NULL, 0);
 }
 
 void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
@@ -508,7 +529,8 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		kernel_sock_shutdown(sock, SHUT_RDWR);
 	}
 	if (setup_works) {
-		iwarp_conn_cancel(conn, &conn->cm_work);
+		if (cancel_delayed_work_sync(&conn->cm_work))
+			iwarp_conn_put(conn);
 		if (current_work() != &conn->linger_work.work &&
 		    cancel_delayed_work_sync(&conn->linger_work))
 			iwarp_conn_put(conn);
@@ -659,9 +681,16 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 		else
 			conn->rtr_wait = true;
 	}
-	conn->fpdu_mode = true;
+	/*
+	 * Hooked since the exchange began: from now on the callbacks drive
+	 * the engines (a data_ready before this kicked the finished exchange).
+	 */
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
-	iwarp_conn_hook(conn);
+	write_lock_bh(&sk->sk_callback_lock);
+	conn->fpdu_mode = conn->hooked;
+	write_unlock_bh(&sk->sk_callback_lock);
+	if (!conn->fpdu_mode)
+		return -ECONNABORTED;	/* closed meanwhile (never hooked) */
 	/* FPDUs may have arrived with or right after the last MPA frame. */
 	iwarp_conn_queue(conn, iwarp_wq, &conn->rx_work);
 	iwarp_tx_kick(conn);
@@ -725,9 +754,9 @@ void iwarp_cm_qp_close(struct iwarp_qp *qp)
 /* ------------------------------------------------------------- module */
 
 /*
- * Two queues: the MPA exchanges block on sockets for up to their deadline,
- * so they run apart from the engines and closes, which never wait on a
- * peer; a flood of slow connection setups cannot stall anyone's datapath.
+ * Two queues: the MPA exchanges (which never block on a peer either, but
+ * whose number a remote peer drives) run apart from the engines and
+ * closes, so a flood of connection setups cannot delay anyone's datapath.
  */
 int iwarp_conn_init(void)
 {

@@ -52,8 +52,22 @@ void iwarp_cm_close_work(struct work_struct *work);
 struct sock;
 void iwarp_cm_sock_opts(struct sock *sk);
 
-/* cm_mpa.c: the exchange (connect, accept loop, request) and its end. */
+/* Where a connection's MPA exchange is (cm_mpa.c, cm_work only). */
+enum iwarp_mpa_step {
+	IWARP_MPA_START,	/* active: no socket yet */
+	IWARP_MPA_CONNECT,	/* active: TCP's handshake under way */
+	IWARP_MPA_SEND,		/* active: the Request, not all in TCP yet */
+	IWARP_MPA_READ,		/* the Reply (active) or Request (passive) */
+	IWARP_MPA_DONE,		/* read, or failed: nothing more to do */
+};
+
+/*
+ * cm_mpa.c: the exchange (connect, accept loop, request) and its end.
+ * iwarp_cm_kick() runs cm_work now (any context; the socket's callbacks
+ * during the exchange, a listener's for each connection).
+ */
 void iwarp_cm_work(struct work_struct *work);
+void iwarp_cm_kick(struct iwarp_conn *conn);
 void iwarp_cm_listener_closed(struct iwarp_conn *lsn);
 
 /* netlink_cm.c */

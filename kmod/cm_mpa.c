@@ -2,15 +2,19 @@
 /*
  * Connection manager requests and the MPA exchange (MPA-32..MPA-52).
  *
- * The exchange runs in cm_work (on its own workqueue) with blocking socket
- * calls bounded by one deadline for the whole exchange (the connect
- * timeout for the active side; 5 s from the TCP accept to the whole
- * Request on the passive side, as siw), however the peer spreads its
- * octets. Exactly the frame's octets are read, so any FPDU that follows
- * stays in the socket for the receive engine. iwarp_conn_close() shuts the
- * socket down, which ends a blocked call, and then waits for the work.
- * Accept and reject run in the caller under cm_lock, which the close takes
- * before it unhooks and releases the socket.
+ * The exchange never blocks: cm_work (a delayed work on its own
+ * workqueue) does what the socket allows (the TCP handshake's outcome, the
+ * Request's write, the frame read so far) and returns; the socket's
+ * callbacks run it again when there is more, and it is queued for the
+ * exchange's one deadline (the connect timeout for the active side; 5 s
+ * from the TCP accept to the whole Request on the passive side, as siw),
+ * however the peer spreads its octets. So a slow or silent peer holds a
+ * connection slot (a listener's backlog) and a small buffer, never a
+ * worker. Exactly the frame's octets are read, so any FPDU that follows
+ * stays in the socket for the receive engine. Accept and reject run in the
+ * caller under cm_lock, writing the Reply with a bounded blocking send;
+ * iwarp_conn_close() shuts the socket down, which ends that write, and
+ * takes cm_lock before it unhooks and releases the socket.
  *
  * The MPA parameters come from the link of the device the connection's
  * route uses (iwarpctl link set), overridden per connection; a connection
@@ -48,35 +52,6 @@ DEFINE_SPINLOCK(iwarp_qp_conn_lock);
 
 /* ------------------------------------------------------------ socket I/O */
 
-/* Reads @len octets by the exchange's deadline. */
-static int iwarp_sock_recv(struct iwarp_conn *conn, void *buf, size_t len)
-{
-	struct msghdr msg = { .msg_flags = MSG_WAITALL | MSG_NOSIGNAL };
-	struct kvec iov = { .iov_base = buf, .iov_len = len };
-	struct socket *sock = conn->sock;
-	long left;
-	int n;
-
-	while (len) {
-		left = (long)(conn->deadline - jiffies);
-		if (left <= 0)
-			return -ETIMEDOUT;
-		WRITE_ONCE(sock->sk->sk_rcvtimeo, left);
-		n = kernel_recvmsg(sock, &msg, &iov, 1, len, MSG_WAITALL);
-		if (n == -EAGAIN)
-			return -ETIMEDOUT;
-		if (n < 0)
-			return n;
-		if (n == 0)
-			return -ECONNRESET;
-		buf += n;
-		len -= n;
-		iov.iov_base = buf;
-		iov.iov_len = len;
-	}
-	return 0;
-}
-
 static int iwarp_sock_send(struct socket *sock, const void *buf, size_t len)
 {
 	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
@@ -97,29 +72,69 @@ static int iwarp_sock_send(struct socket *sock, const void *buf, size_t len)
 	return 0;
 }
 
-/* Reads one Request or Reply into @buf (IWARP_MPA_FRAME_MAX octets). */
-static int iwarp_mpa_read(struct iwarp_conn *conn, bool rep, u8 *buf,
-			  struct iwp_mpa_frame *f, struct iwp_term *term)
+/*
+ * Reads what the socket holds of the frame in mpa_buf, no more than its
+ * octets: 1 once it is whole (@f describes it, pointing into mpa_buf), 0 to
+ * wait for more, or an error (-EBADMSG: not a valid frame, @term says why).
+ */
+static int iwarp_mpa_recv(struct iwarp_conn *conn, bool rep, struct iwp_mpa_frame *f,
+			  struct iwp_term *term)
 {
-	size_t have = 0, need = IWP_MPA_RR_SIZE;
-	int ret, err;
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec iov;
+	size_t need;
+	int n, ret;
 
 	for (;;) {
-		if (have + need > IWARP_MPA_FRAME_MAX)
+		if (conn->mpa_len + conn->mpa_need > IWARP_MPA_FRAME_MAX)
 			return -EBADMSG;
-		err = iwarp_sock_recv(conn, buf + have, need);
-		if (err)
-			return err;
-		have += need;
-		ret = iwp_mpa_frame_parse(buf, have, rep, IWARP_MPA_V2 + IWARP_PDATA_MAX,
-					  f, &need, term);
-		if (ret > 0)
+		iov.iov_base = conn->mpa_buf + conn->mpa_len;
+		iov.iov_len = conn->mpa_need;
+		n = kernel_recvmsg(conn->sock, &msg, &iov, 1, iov.iov_len, msg.msg_flags);
+		if (n == -EAGAIN)
 			return 0;
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return -ECONNRESET;
+		conn->mpa_len += n;
+		conn->mpa_need -= n;
+		if (conn->mpa_need)
+			continue;
+		ret = iwp_mpa_frame_parse(conn->mpa_buf, conn->mpa_len, rep,
+					  IWARP_MPA_V2 + IWARP_PDATA_MAX, f, &need, term);
+		if (ret > 0)
+			return 1;
 		if (ret != -EAGAIN)
 			return ret;
+		conn->mpa_need = need;
 	}
 }
 
+/*
+ * Hands TCP what is left of the frame in mpa_buf: 1 once all of it is
+ * TCP's, 0 to wait for room (write_space kicks), or an error.
+ */
+static int iwarp_mpa_send(struct iwarp_conn *conn)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec iov;
+	int n;
+
+	while (conn->mpa_off < conn->mpa_len) {
+		iov.iov_base = conn->mpa_buf + conn->mpa_off;
+		iov.iov_len = conn->mpa_len - conn->mpa_off;
+		n = kernel_sendmsg(conn->sock, &msg, &iov, 1, iov.iov_len);
+		if (n == -EAGAIN)
+			return 0;
+		if (n <= 0)
+			return n ? n : -ECONNRESET;
+		conn->mpa_off += n;
+	}
+	return 1;
+}
+
+/* An accept's or reject's Reply, in the caller (bounded by sk_sndtimeo). */
 static int iwarp_mpa_write(struct iwarp_conn *conn, const struct iwp_mpa_frame *f)
 {
 	u8 buf[IWARP_MPA_FRAME_MAX];
@@ -141,7 +156,9 @@ static void iwarp_mpa_send_term(struct iwarp_conn *conn, const struct iwp_term *
 		.dv = IWP_DDP_VERSION, .rv = IWP_RDMAP_VERSION, .opcode = IWP_OP_TERMINATE,
 		.last = 1, .qn = IWP_QN_TERMINATE, .msn = 1,
 	};
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
 	struct iwp_mpa_tx tx;
+	struct kvec iov;
 	u8 ulpdu[IWP_DDP_UNTAGGED_HDR + IWP_TERM_MAX];
 	u8 fpdu[sizeof(ulpdu) + 32];
 	int n;
@@ -152,8 +169,16 @@ static void iwarp_mpa_send_term(struct iwarp_conn *conn, const struct iwp_term *
 		return;
 	iwp_mpa_tx_init(&tx, conn->res.crc, conn->res.markers_tx, 0);
 	n = iwp_fpdu_frame(&tx, ulpdu, n, fpdu, sizeof(fpdu));
-	if (n > 0)
-		iwarp_sock_send(conn->sock, fpdu, n);
+	if (n <= 0)
+		return;
+	/* In a socket that just took the Request: it fits, unless memory is short. */
+	iov.iov_base = fpdu;
+	iov.iov_len = n;
+	if (kernel_sendmsg(conn->sock, &msg, &iov, 1, n) != n) {
+		/* The peer never sees part of an FPDU and then an orderly end. */
+		sock_no_linger(conn->sock->sk);
+		return;
+	}
 	conn->stats.term_sent = BIT(31) | iwarp_term_code(term);
 }
 
@@ -318,19 +343,77 @@ static int iwarp_cm_sock_new(struct iwarp_conn *conn, int family)
 	return 0;
 }
 
-static int iwarp_cm_connect_run(struct iwarp_conn *conn, struct iwp_mpa_frame *rep, u8 *buf)
+/* Hooks the socket's callbacks for the exchange, unless a close began. */
+static int iwarp_cm_hook_exchange(struct iwarp_conn *conn)
 {
-	long timeo = msecs_to_jiffies(conn->timeout_ms);
+	int err = -ECONNABORTED;
+
+	mutex_lock(&conn->cm_lock);	/* the close unhooks under it */
+	if (!READ_ONCE(conn->closing)) {
+		iwarp_conn_hook(conn);
+		err = 0;
+	}
+	mutex_unlock(&conn->cm_lock);
+	return err;
+}
+
+static void iwarp_cm_arm(struct iwarp_conn *conn, unsigned long delay)
+{
+	iwarp_conn_get(conn);
+	if (!queue_delayed_work(iwarp_cm_wq, &conn->cm_work, delay))
+		iwarp_conn_put(conn);	/* queued already: it runs sooner */
+}
+
+void iwarp_cm_kick(struct iwarp_conn *conn)
+{
+	if (READ_ONCE(conn->closing))
+		return;
+	iwarp_conn_get(conn);
+	/*
+	 * Pending (for its deadline, say): it runs now instead, with the
+	 * reference it has. Being cancelled (-ENOENT, true): not queued.
+	 */
+	if (mod_delayed_work(iwarp_cm_wq, &conn->cm_work, 0))
+		iwarp_conn_put(conn);
+}
+
+/*
+ * Nothing more from the socket for now: cm_work runs again when its
+ * callbacks kick it, or at the deadline, past which -ETIMEDOUT. A kick
+ * that came meanwhile has queued it already.
+ */
+static int iwarp_cm_wait(struct iwarp_conn *conn)
+{
+	long left = (long)(conn->deadline - jiffies);
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	iwarp_cm_arm(conn, left);
+	return 0;
+}
+
+static int iwarp_cm_peer_len(const struct iwarp_conn *conn)
+{
+	return conn->peer.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+						  sizeof(struct sockaddr_in);
+}
+
+/* The socket, hooked, and TCP's handshake started. */
+static int iwarp_cm_connect_start(struct iwarp_conn *conn)
+{
 	struct sock *sk;
 	int err;
 
-	conn->deadline = jiffies + timeo;
+	conn->deadline = jiffies + msecs_to_jiffies(conn->timeout_ms);
+	conn->mpa_buf = kmalloc(IWARP_MPA_FRAME_MAX, GFP_KERNEL);
+	if (!conn->mpa_buf)
+		return -ENOMEM;
 	err = iwarp_cm_sock_new(conn, conn->peer.ss_family);
+	if (!err)
+		err = iwarp_cm_hook_exchange(conn);
 	if (err)
 		return err;
 	sk = conn->sock->sk;
-	sk->sk_sndtimeo = timeo;
-	sk->sk_rcvtimeo = timeo;
 	/*
 	 * A close that shut the socket down before the SYN left must stop
 	 * the connect (shutdown of an unconnected socket only marks it):
@@ -341,67 +424,134 @@ static int iwarp_cm_connect_run(struct iwarp_conn *conn, struct iwp_mpa_frame *r
 		err = -ECONNABORTED;
 	else
 		err = __inet_stream_connect(conn->sock, (struct sockaddr *)&conn->peer,
-					    conn->peer.ss_family == AF_INET6 ?
-					    sizeof(struct sockaddr_in6) :
-					    sizeof(struct sockaddr_in), 0, 0);
+					    iwarp_cm_peer_len(conn), O_NONBLOCK, 0);
 	release_sock(sk);
-	if (err == -EINPROGRESS || err == -EALREADY)
-		err = -ETIMEDOUT;
-	if (err)
+	return err == -EINPROGRESS ? 0 : err;
+}
+
+/*
+ * TCP's handshake: 1 once connected (the policy known, the Request built),
+ * 0 while under way, or its error (refused, unreachable, timed out).
+ */
+static int iwarp_cm_connected(struct iwarp_conn *conn)
+{
+	struct sock *sk = conn->sock->sk;
+	int err, n;
+
+	/* As a second connect() does: it reports the outcome. */
+	lock_sock(sk);
+	err = __inet_stream_connect(conn->sock, (struct sockaddr *)&conn->peer,
+				    iwarp_cm_peer_len(conn), O_NONBLOCK, 0);
+	release_sock(sk);
+	if (err == -EALREADY || err == -EINPROGRESS)
+		return 0;
+	if (err && err != -EISCONN)
 		return err;
 	if (kernel_getsockname(conn->sock, (struct sockaddr *)&conn->local) < 0)
 		memset(&conn->local, 0, sizeof(conn->local));
 	err = iwarp_cm_policy(conn, &conn->params);
 	if (err)
 		return err;
-
-	/* The Request's write and the Reply's read share what is left. */
-	timeo = (long)(conn->deadline - jiffies);
-	if (timeo <= 0)
-		return -ETIMEDOUT;
-	WRITE_ONCE(sk->sk_sndtimeo, timeo);
 	iwp_mpa_req_init(&conn->pol, &conn->req);
 	if (conn->own_pd_len > iwarp_pd_room(conn->req.enhanced))
 		return -EMSGSIZE;	/* the link's revision 2: 508 octets */
 	conn->req.pdata = conn->own_pd;
 	conn->req.pd_len = conn->own_pd_len;
-	err = iwarp_mpa_write(conn, &conn->req);
-	if (err)
-		return err;
-	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_REPLY);
-	pr_debug("cm %u: MPA Request sent\n", conn->id);
-	err = iwarp_mpa_read(conn, true, buf, rep, &conn->res.term);
-	if (err)
-		return err == -EBADMSG ? -EPROTO : err;
+	n = iwp_mpa_frame_build(&conn->req, conn->mpa_buf, IWARP_MPA_FRAME_MAX);
+	if (n < 0)
+		return n;
+	conn->mpa_len = n;
+	conn->mpa_off = 0;
+	return 1;
+}
+
+/* The Reply is in: 1 if agreed on, or why not (after the MPA Terminate). */
+static int iwarp_cm_reply_take(struct iwarp_conn *conn, const struct iwp_mpa_frame *rep)
+{
 	if (rep->pd_len) {
 		memcpy(conn->peer_pd, rep->pdata, rep->pd_len);
 		conn->peer_pd_len = rep->pd_len;
 	}
-	err = iwp_mpa_finish(&conn->pol, &conn->req, rep, &conn->res);
-	if (err) {
+	if (iwp_mpa_finish(&conn->pol, &conn->req, rep, &conn->res)) {
 		if (conn->res.peer_reject)
 			return -ECONNREFUSED;
 		iwarp_mpa_send_term(conn, &conn->res.term);
 		return -EPROTO;
 	}
-	return 0;
+	return 1;
+}
+
+/*
+ * The active exchange, as far as the socket allows: 1 once the Reply is in
+ * and agreed on, 0 to wait, or an error.
+ */
+static int iwarp_cm_connect_step(struct iwarp_conn *conn)
+{
+	struct iwp_mpa_frame rep;
+	int err;
+
+	switch (conn->mpa_step) {
+	case IWARP_MPA_START:
+		err = iwarp_cm_connect_start(conn);
+		if (err)
+			return err;
+		conn->mpa_step = IWARP_MPA_CONNECT;
+		fallthrough;
+	case IWARP_MPA_CONNECT:
+		err = iwarp_cm_connected(conn);
+		if (err <= 0)
+			return err;
+		conn->mpa_step = IWARP_MPA_SEND;
+		fallthrough;
+	case IWARP_MPA_SEND:
+		err = iwarp_mpa_send(conn);
+		if (err <= 0)
+			return err;
+		conn->mpa_len = 0;
+		conn->mpa_need = IWP_MPA_RR_SIZE;
+		conn->mpa_step = IWARP_MPA_READ;
+		iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_REPLY);
+		pr_debug("cm %u: MPA Request sent\n", conn->id);
+		fallthrough;
+	case IWARP_MPA_READ:
+		err = iwarp_mpa_recv(conn, true, &rep, &conn->res.term);
+		if (err == -EBADMSG) {
+			/*
+			 * MPA-41: no valid Reply, so nothing was agreed on:
+			 * the LLP Terminate (invalid frame), framed as our
+			 * Request asked, is the first and last FPDU.
+			 */
+			iwp_term_set(&conn->res.term, IWP_LAYER_LLP, IWP_LLP_ET_MPA,
+				     IWP_LLP_EC_BAD_FRAME);
+			conn->res.crc = conn->req.c;
+			conn->res.markers_tx = 0;
+			iwarp_mpa_send_term(conn, &conn->res.term);
+			return -EPROTO;
+		}
+		if (err <= 0)
+			return err;
+		return iwarp_cm_reply_take(conn, &rep);
+	}
+	return -EINVAL;		/* done: not run again */
 }
 
 static void iwarp_cm_connect_work(struct iwarp_conn *conn)
 {
-	struct iwp_mpa_frame rep;
 	struct iwarp_qp *qp = conn->qp;
-	u8 *buf;
 	int err;
 
-	buf = kmalloc(IWARP_MPA_FRAME_MAX, GFP_KERNEL);
-	if (!buf) {
-		err = -ENOMEM;
-		goto fail;
+	if (conn->mpa_step == IWARP_MPA_DONE)
+		return;
+	err = iwarp_cm_connect_step(conn);
+	if (!err) {
+		err = iwarp_cm_wait(conn);
+		if (!err)
+			return;
 	}
-	err = iwarp_cm_connect_run(conn, &rep, buf);
-	kfree(buf);
-	if (!err)
+	conn->mpa_step = IWARP_MPA_DONE;
+	kfree(conn->mpa_buf);
+	conn->mpa_buf = NULL;
+	if (err == 1)
 		err = iwarp_conn_start_fpdu(conn);
 	if (err)
 		goto fail;
@@ -482,7 +632,7 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 			NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP was disconnected or destroyed meanwhile");
 		iwarp_conn_close(conn, true);	/* the QP goes with the context */
 	} else {
-		iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
+		iwarp_cm_kick(conn);
 	}
 	iwarp_conn_put(conn);
 	return err;
@@ -493,19 +643,20 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 static void iwarp_cm_request_work(struct iwarp_conn *conn)
 {
 	struct iwp_mpa_frame req;
-	u8 *buf;
 	int err;
 
-	buf = kmalloc(IWARP_MPA_FRAME_MAX, GFP_KERNEL);
-	if (!buf)
-		goto fail;
-	/* The accept Reply is written by the application's call (bounded). */
-	conn->sock->sk->sk_sndtimeo = msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
-	err = iwarp_mpa_read(conn, false, buf, &req, &conn->res.term);
-	if (!err)
+	if (conn->mpa_step != IWARP_MPA_READ)
+		return;		/* read (or failed): the application answers */
+	err = iwarp_mpa_recv(conn, false, &req, &conn->res.term);
+	if (!err) {
+		err = iwarp_cm_wait(conn);
+		if (!err)
+			return;
+	}
+	conn->mpa_step = IWARP_MPA_DONE;
+	if (err == 1)
 		err = iwarp_cm_policy(conn, NULL);
 	if (err) {
-		kfree(buf);
 		pr_debug("cm %u: no valid MPA Request: %d\n", conn->id, err);
 		goto fail;
 	}
@@ -513,12 +664,17 @@ static void iwarp_cm_request_work(struct iwarp_conn *conn)
 	memcpy(conn->peer_pd, req.pdata, req.pd_len);
 	conn->peer_pd_len = req.pd_len;
 	conn->req.pdata = conn->peer_pd;
-	kfree(buf);
+	kfree(conn->mpa_buf);
+	conn->mpa_buf = NULL;
+	/* The accept's or reject's Reply is written by the application's call. */
+	WRITE_ONCE(conn->sock->sk->sk_sndtimeo, msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS));
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_ACCEPT);
 	iwarp_cm_event(conn, IWARP_EVENT_CONNECT_REQUEST, 0, 0, conn->peer_pd,
 		       conn->peer_pd_len);
 	return;
 fail:
+	kfree(conn->mpa_buf);
+	conn->mpa_buf = NULL;
 	if (!READ_ONCE(conn->closing))
 		iwarp_cm_close_async(conn);
 }
@@ -528,7 +684,7 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 	struct iwarp_conn *conn;
 	struct socket *ns;
 
-	/* Not before iwarp_cm_listen() published it: it queues us then. */
+	/* Not before iwarp_cm_listen() published it: it kicks us then. */
 	if (!READ_ONCE(lsn->published))
 		return;
 	while (!READ_ONCE(lsn->closing) && !kernel_accept(lsn->sock, &ns, O_NONBLOCK)) {
@@ -549,7 +705,9 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 		conn->lsn = lsn;
 		atomic_set(&conn->pending_counted, 1);
 		atomic_inc(&lsn->pending);
-		if (kernel_getsockname(ns, (struct sockaddr *)&conn->local) < 0 ||
+		conn->mpa_buf = kmalloc(IWARP_MPA_FRAME_MAX, GFP_KERNEL);
+		if (!conn->mpa_buf ||
+		    kernel_getsockname(ns, (struct sockaddr *)&conn->local) < 0 ||
 		    kernel_getpeername(ns, (struct sockaddr *)&conn->peer) < 0) {
 			iwarp_conn_close(conn, true);
 			continue;
@@ -557,13 +715,15 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 		conn->state = IWARP_CM_STATE_MPA_WAIT_REQUEST;
 		/* One deadline for the whole Request, however it trickles in. */
 		conn->deadline = jiffies + msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
+		conn->mpa_need = IWP_MPA_RR_SIZE;
+		conn->mpa_step = IWARP_MPA_READ;
 		/* Once listed, a close can take it: keep our own reference. */
 		iwarp_conn_get(conn);
 		if (iwarp_conn_publish(conn)) {
 			iwarp_conn_close(conn, true);
-		} else {
+		} else if (!iwarp_cm_hook_exchange(conn)) {
 			pr_debug("cm %u: accepted on listener %u\n", conn->id, lsn->id);
-			iwarp_conn_queue(conn, iwarp_cm_wq, &conn->cm_work);
+			iwarp_cm_kick(conn);	/* what came before the hook */
 		}
 		iwarp_conn_put(conn);
 	}
@@ -571,7 +731,8 @@ static void iwarp_cm_accept_work(struct iwarp_conn *lsn)
 
 void iwarp_cm_work(struct work_struct *work)
 {
-	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, cm_work);
+	struct iwarp_conn *conn = container_of(to_delayed_work(work), struct iwarp_conn,
+					       cm_work);
 
 	if (READ_ONCE(conn->closing))
 		goto out;
@@ -821,7 +982,7 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 	*addr = lsn->local;
 	*id = lsn->id;
 	/* Connections may have queued before the hook or the publication. */
-	iwarp_conn_queue(lsn, iwarp_cm_wq, &lsn->cm_work);
+	iwarp_cm_kick(lsn);
 	iwarp_conn_put(lsn);
 	return 0;
 fail:

@@ -18,7 +18,7 @@
  *   sk_callback_lock; iwarp_conn_close() unhooks before the index's
  *   reference goes.
  * - Teardown (iwarp_conn_close) is the reverse: shut the socket down (wakes
- *   blocked setup I/O), stop the setup work, take cm_lock (waits for an
+ *   an accept's or reject's blocked Reply write), stop the setup work, take cm_lock (waits for an
  *   accept or reject in progress), unhook, stop the engines, flush the QP,
  *   unpublish, release the socket (TCP bounds what is left of it: orphaned
  *   sockets time out), drop the index's reference.
@@ -183,7 +183,16 @@ struct iwarp_conn {
 	u16 peer_pd_len;
 	u8 own_pd[IWARP_PDATA_MAX];
 	u8 peer_pd[IWARP_PDATA_MAX];
-	struct work_struct cm_work;	/* the exchange; blocking socket calls */
+	/*
+	 * The exchange, never blocking: kicked by the socket's callbacks
+	 * (and the listener's accept loop), rearmed for its deadline.
+	 */
+	struct delayed_work cm_work;
+	u8 *mpa_buf;			/* the frame being sent or read */
+	u16 mpa_len;			/* octets of it read, or to send */
+	u16 mpa_off;			/* sending: octets sent */
+	u16 mpa_need;			/* reading: octets it needs yet */
+	u8 mpa_step;			/* enum iwarp_mpa_step (cm_work) */
 	struct work_struct close_work;	/* iwarp_conn_close() from callbacks */
 	struct delayed_work linger_work;	/* closes a QP in error */
 	struct mutex cm_lock;		/* accept, reject against close */

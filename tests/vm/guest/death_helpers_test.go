@@ -74,6 +74,13 @@ func writeSys(t *testing.T, path, v string) {
 // the module in each of samples looks 100 ms apart, with their kernel
 // stacks. A task in D elsewhere (reading a file over 9p) is not counted.
 func stuckInModule(samples int) ([]string, error) {
+	return tasksIn(samples, "D", "iwarp")
+}
+
+// tasksIn lists the tasks that were in one of states (letters of
+// /proc/PID/stat) with needle in their kernel stack in each of samples
+// snapshots 100 ms apart.
+func tasksIn(samples int, states, needle string) ([]string, error) {
 	var stuck map[string]string
 	for i := 0; i < samples; i++ {
 		if i > 0 {
@@ -92,12 +99,12 @@ func stuckInModule(samples int) ([]string, error) {
 			// pid (comm) state ...: comm may hold spaces and parentheses.
 			s := string(b)
 			r := strings.LastIndexByte(s, ')')
-			if r < 0 || r+2 >= len(s) || s[r+2] != 'D' {
+			if r < 0 || r+2 >= len(s) || !strings.ContainsRune(states, rune(s[r+2])) {
 				continue
 			}
 			dir := filepath.Dir(st)
 			stack, _ := os.ReadFile(filepath.Join(dir, "stack"))
-			if !strings.Contains(string(stack), "iwarp") {
+			if !strings.Contains(string(stack), needle) {
 				continue
 			}
 			now[dir] = s[:r+1] + "\n" + string(stack)

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -511,16 +512,31 @@ func deathLinkDown(t *testing.T, transfer bool, ms int) {
 		t.Logf("%s: the last posted work completed %v after the link went down (peer_timeout_ms %d): %v",
 			s.name, s.p.last.Sub(t0).Round(time.Millisecond), bound.Milliseconds(), s.p.status)
 	}
-	for _, e := range []*rdmaEnd{a, b} {
-		// The close after TCP gave up reports a disconnection; a transmit
-		// that failed first reports the local error (a QP error without
-		// a Terminate code).
-		err := e.qp.Err()
+	// What TCP gave up with: the peer went silent, or the last error
+	// its retransmissions met (A's route went with its link; B's
+	// neighbour stopped answering).
+	gaveUp := []error{syscall.ETIMEDOUT, syscall.ENETUNREACH, syscall.EHOSTUNREACH}
+	for _, e := range []struct {
+		name string
+		end  *rdmaEnd
+	}{{"A", a}, {"B", b}} {
+		// The close after TCP gave up reports a disconnection with
+		// TCP's reason; a transmit that failed first reports the local
+		// error (a QP error without a Terminate code).
+		err := e.end.qp.Err()
 		if !errors.Is(err, userlib.ErrDisconnected) && !errors.Is(err, userlib.ErrTerminated) {
-			t.Fatalf("QP error %v, want ErrDisconnected or the local error", err)
+			t.Fatalf("%s: QP error %v, want ErrDisconnected or the local error", e.name, err)
 		}
-		e.checkGuards(t)
-		e.ctx.Close()
+		why := slices.ContainsFunc(gaveUp, func(w error) bool { return errors.Is(err, w) })
+		if errors.Is(err, userlib.ErrDisconnected) && !why {
+			t.Fatalf("%s: QP error %v, want ErrDisconnected with one of %v", e.name, err, gaveUp)
+		}
+		if !transfer && !why {
+			t.Fatalf("%s: QP error %v with only receives posted, want ErrDisconnected with one of %v", e.name, err, gaveUp)
+		}
+		t.Logf("%s: %v", e.name, err)
+		e.end.checkGuards(t)
+		e.end.ctx.Close()
 	}
 	awaitNothingListed(t, tp.A, deathKillBound)
 	awaitNothingListed(t, tp.B, deathKillBound)

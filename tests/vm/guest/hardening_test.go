@@ -9,8 +9,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -39,6 +41,7 @@ func TestHardening(t *testing.T) {
 	t.Run("foreign-stag-fin-withheld", func(t *testing.T) { hardForeignSTag(t, tp) })
 	t.Run("read-zero-window-dereg", func(t *testing.T) { hardReadZeroWindow(t, tp) })
 	t.Run("mpa-slowloris", func(t *testing.T) { hardSlowloris(t, tp) })
+	t.Run("mpa-setup-holds-no-worker", func(t *testing.T) { hardSetupNoWorker(t, tp) })
 	t.Run("pdata-rev2-limit", func(t *testing.T) { hardPDataLimit(t, tp) })
 }
 
@@ -303,6 +306,139 @@ loop:
 	default:
 	}
 	awaitNoConn(t, tp.B, p.localAddr())
+}
+
+// setupSilent is how many connection setups of each side wait on a silent
+// peer at once in hardSetupNoWorker.
+const setupSilent = 48
+
+// MPA setups that wait on their peers hold no kernel thread: with
+// setupSilent passive connections whose peer sends nothing after TCP's
+// handshake, and setupSilent active ones whose peer accepts and never sends
+// its Reply, no task sleeps in the module's setup work (it once slept in a
+// blocking read for each, up to the exchange's deadline, so a flood of
+// them starved everyone's setups), and a connection set up meanwhile comes
+// up.
+func hardSetupNoWorker(t *testing.T, tp *Topology) {
+	// Passive: raw TCP connections to an iwarp listener, silent.
+	srv := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
+	defer srv.ctx.Close()
+	laddr := netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1)))
+	var l *userlib.Listener
+	if err := RunInNetns(tp.B, func() error {
+		var err error
+		l, err = srv.ctx.Listen(laddr, 2*setupSilent)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var raw []net.Conn
+	defer func() {
+		for _, c := range raw {
+			c.Close()
+		}
+	}()
+	// Active: iwarp QPs dialing a TCP listener that accepts and is silent.
+	silentAddr := netip.AddrPortFrom(netip.MustParseAddr(TopoA4), uint16(20000+rdmaPort.Add(1)))
+	var sl net.Listener
+	if err := RunInNetns(tp.A, func() error {
+		var err error
+		sl, err = net.Listen("tcp", silentAddr.String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer sl.Close()
+	go func() {
+		for {
+			c, err := sl.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held, silent, until the listener closes
+		}
+	}()
+	cli := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
+	defer cli.ctx.Close()
+	dialCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dialed := make(chan error, setupSilent)
+	for i := 0; i < setupSilent; i++ {
+		qp, err := cli.ctx.CreateQP(cli.pd, cli.cq, cli.cq, userlib.QPConfig{SQEntries: 4, RQEntries: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, err := qp.Dial(dialCtx, silentAddr, &userlib.ConnParams{Timeout: 10 * time.Minute})
+			dialed <- err
+		}()
+	}
+
+	// The active ones first: the passive ones have 5 s from TCP's accept.
+	awaitSetups(t, tp.B, 0, setupSilent)
+	if err := RunInNetns(tp.A, func() error {
+		for i := 0; i < setupSilent; i++ {
+			c, err := net.Dial("tcp", laddr.String())
+			if err != nil {
+				return err
+			}
+			raw = append(raw, c)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	awaitSetups(t, tp.B, setupSilent, setupSilent)
+	held, err := tasksIn(5, "SD", "iwarp_cm_work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) > 0 {
+		t.Fatalf("%d task(s) sleep in the MPA setup work while %d setups wait on their peers:\n%s",
+			len(held), 2*setupSilent, strings.Join(held, "\n"))
+	}
+	// Another user's setup goes through meanwhile.
+	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
+	defer a.ctx.Close()
+	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
+	defer b.ctx.Close()
+	start := time.Now()
+	connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), nil)
+	t.Logf("%d passive and %d active setups waiting on silent peers, no task in the setup work; another connection came up in %v",
+		setupSilent, setupSilent, time.Since(start).Round(time.Millisecond))
+	cancel()
+	for i := 0; i < setupSilent; i++ {
+		if err := <-dialed; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a dial to the silent peer: %v, want the cancellation", err)
+		}
+	}
+}
+
+// awaitSetups waits until ns lists passive connections waiting for their
+// MPA Request and active ones waiting for their Reply, as many as given.
+func awaitSetups(t *testing.T, ns string, passive, active int) {
+	t.Helper()
+	deadline := time.Now().Add(hardWait)
+	for {
+		var p, a int
+		for _, c := range connsIn(t, ns) {
+			switch {
+			case c.Kind == ctl.CMPassive && c.State == ctl.CMMPAWaitRequest:
+				p++
+			case c.Kind == ctl.CMActive && c.State == ctl.CMMPAWaitReply:
+				a++
+			}
+		}
+		if p == passive && a == active {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests and %d of %d dials listed as waiting for their MPA frame",
+				p, passive, a, active)
+		}
+		time.Sleep(20 * time.Millisecond) // no event reports a setup's progress
+	}
 }
 
 // rawCtx is a verbs context opened without userlib, driven by raw generic

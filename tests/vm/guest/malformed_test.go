@@ -336,21 +336,24 @@ func TestMalformed(t *testing.T) {
 	unreachable := func(err error) bool {
 		return errors.Is(err, userlib.ErrUnreachable) && errors.Is(err, syscall.EPROTO)
 	}
+	// MPA-41: an initiator that gets no valid Reply sends the LLP
+	// Terminate (invalid frame) as its first and last FPDU.
 	replies := []struct {
-		name    string
-		reply   func(req *wire.MPAFrame) []byte
-		wantErr func(error) bool
+		name     string
+		reply    func(req *wire.MPAFrame) []byte
+		wantErr  func(error) bool
+		wantTerm bool
 	}{
 		{"request-key", func(req *wire.MPAFrame) []byte {
 			r := *req
 			r.Reply = true
 			return wire.AppendMPAFrameWith(nil, &r, wire.MPABuildOptions{Key: wire.MPAKeyRequest[:]})
-		}, unreachable},
+		}, unreachable, true},
 		{"rev-3", func(req *wire.MPAFrame) []byte {
 			r := *req
 			r.Reply, r.Rev, r.Enhanced, r.Res = true, 3, false, wire.MPAFlagEnhanced
 			return wire.AppendMPAFrame(nil, &r)
-		}, unreachable},
+		}, unreachable, true},
 		{"reject", func(req *wire.MPAFrame) []byte {
 			// A well-formed rejection: the Dial reports it with the
 			// Reply's private data (MPA-37).
@@ -360,11 +363,15 @@ func TestMalformed(t *testing.T) {
 		}, func(err error) bool {
 			var re *userlib.RejectedError
 			return errors.As(err, &re) && string(re.PrivateData) == "not today"
-		}},
+		}, false},
 	}
 	for _, r := range replies {
 		t.Run("mpa-reply-"+r.name, func(t *testing.T) {
-			malBadReply(t, tp, r.reply, r.wantErr)
+			malBadReply(t, tp, r.reply, r.wantErr, r.wantTerm)
+			if r.wantTerm {
+				// counted on the link of the initiator (B)
+				sent = append(sent, termCode(malTermBadFrame))
+			}
 			healthy(t)
 		})
 	}
@@ -510,7 +517,8 @@ func malBadRequest(t *testing.T, tp *Topology, frame []byte) {
 // with wantErr and the module must close the TCP connection. MPA-41: a bad
 // Reply aborts the connection; if the module sends anything after its
 // Request it can only be the Terminate LLP/0/0x04 (what siw sends).
-func malBadReply(t *testing.T, tp *Topology, reply func(req *wire.MPAFrame) []byte, wantErr func(error) bool) {
+func malBadReply(t *testing.T, tp *Topology, reply func(req *wire.MPAFrame) []byte, wantErr func(error) bool,
+	wantTerm bool) {
 	e := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
 	addr := netip.AddrPortFrom(netip.MustParseAddr(TopoA4), uint16(20000+rdmaPort.Add(1)))
 	var ln net.Listener
@@ -561,8 +569,14 @@ func malBadReply(t *testing.T, tp *Topology, reply func(req *wire.MPAFrame) []by
 		t.Fatalf("the module did not close the connection: %v (got % x)", err, got)
 	}
 	if len(got) == 0 {
-		t.Logf("aborted without a Terminate (%v)", err)
+		if wantTerm {
+			t.Fatalf("the module closed without the LLP Terminate (%v)", err)
+		}
+		t.Logf("closed without a Terminate (%v)", err)
 		return
+	}
+	if !wantTerm {
+		t.Fatalf("the module sent % x after its Request, want nothing", got)
 	}
 	rx := wire.NewReceiver(wire.ReceiverConfig{CRC: req.CRC})
 	if _, err := rx.Write(got); err != nil {
@@ -573,12 +587,15 @@ func malBadReply(t *testing.T, tp *Topology, reply func(req *wire.MPAFrame) []by
 		t.Fatalf("the module sent % x after its Request: not one FPDU", got)
 	}
 	s, err := wire.ParseSegment(f.ULPDU)
-	want := wire.TerminateError{Layer: wire.LayerLLP, EType: 0, ECode: wire.MPACodeInvalidFrame}
+	want := malTermBadFrame
 	if err != nil || s.Opcode != wire.OpTerminate || s.Terminate.TerminateErr() != want {
 		t.Fatalf("the module sent %+v (%v) after its Request, want Terminate %v", s, err, &want)
 	}
 	t.Logf("the module sent Terminate %v before closing", &want)
 }
+
+// malTermBadFrame is the LLP Terminate for an invalid MPA Request or Reply.
+var malTermBadFrame = wire.TerminateError{Layer: wire.LayerLLP, EType: 0, ECode: wire.MPACodeInvalidFrame}
 
 // checkDamagedCapture: the capture of a bad-crc or bad-marker case shows
 // the damage to tshark (bad CRC) and to iwarpctl decode (exit status 1 with
