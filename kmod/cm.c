@@ -680,6 +680,8 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 			conn->rtr_pending = true;
 		else
 			conn->rtr_wait = true;
+	} else if (conn->kind == IWARP_CM_KIND_PASSIVE) {
+		conn->fpdu_wait = true;		/* MPA-39 */
 	}
 	/*
 	 * Hooked since the exchange began: from now on the callbacks drive

@@ -276,6 +276,11 @@ struct iwarp_conn {
 	u32 term_fill;
 	u8 term_buf[IWP_TERM_MAX];
 	bool rtr_wait;			/* responder in P2P: RTR not yet seen */
+	/*
+	 * Responder without P2P: no FPDU received and validated yet, so
+	 * none may be sent (MPA-39). Cleared by the receive engine.
+	 */
+	bool fpdu_wait;
 
 	struct iwarp_conn_stats stats;	/* updated by the engines, read racily */
 	struct rcu_head rcu;

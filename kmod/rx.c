@@ -783,6 +783,11 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *end)
 	}
 	if (!err && rtr)
 		iwarp_rx_established(conn);
+	/* MPA-39: an FPDU came in whole; the responder may send now. */
+	if (!err && conn->fpdu_wait) {
+		WRITE_ONCE(conn->fpdu_wait, false);
+		iwarp_tx_kick(conn);
+	}
 	return err;
 }
 

@@ -929,6 +929,13 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			iwarp_conn_flush(conn, false);
 			return;
 		}
+		/*
+		 * MPA-39: a responder without P2P frames nothing before an
+		 * FPDU came in whole (the receive engine kicks us then); what
+		 * is posted meanwhile waits in the SQ.
+		 */
+		if (READ_ONCE(conn->fpdu_wait))
+			return;
 		err = iwarp_tx_fill(conn);
 		if (err == -ENOMEM) {
 			/* No memory for a buffer: nothing can be framed. */

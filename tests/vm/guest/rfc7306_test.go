@@ -246,8 +246,11 @@ func TestRFC7306Contention(t *testing.T) {
 			lo, addr := pathTopo(t, path, ctl.FlagCRC|ctl.FlagRFC7306)
 			counter := newRdmaEnd(t, lo.B, 4096, atomicAccess)
 			setWord(counter.buf, 0, 0)
-			var wg sync.WaitGroup
+			var wg, pollers sync.WaitGroup
 			errs := make(chan error, qps*workers)
+			// The pollers end with the workers, whether or not every
+			// completion came (a worker that failed stops posting).
+			stop := make(chan struct{})
 			for range qps {
 				src := newRdmaEnd(t, lo.A, 4096, atomicAccess)
 				peer := newRdmaEnd(t, lo.B, 4096, atomicAccess)
@@ -261,12 +264,23 @@ func TestRFC7306Contention(t *testing.T) {
 					done[w] = make(chan userlib.WC, 1)
 				}
 				// One poller per source QP hands each completion to its worker.
+				pollers.Add(1)
 				go func() {
+					defer pollers.Done()
 					wcs := make([]userlib.WC, 16)
 					for left := workers * adds; left > 0; {
+						select {
+						case <-stop:
+							return
+						default:
+						}
 						n := src.cq.Poll(wcs)
 						for _, wc := range wcs[:n] {
-							done[wc.WRID>>32] <- wc
+							select {
+							case done[wc.WRID>>32] <- wc:
+							case <-stop:
+								return
+							}
 						}
 						left -= n
 					}
@@ -280,6 +294,8 @@ func TestRFC7306Contention(t *testing.T) {
 				}
 			}
 			wg.Wait()
+			close(stop)
+			pollers.Wait()
 			close(errs)
 			for err := range errs {
 				if err != nil {
