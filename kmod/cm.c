@@ -9,6 +9,7 @@
 
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/moduleparam.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -525,7 +526,7 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	if (sock && conn->kind != IWARP_CM_KIND_LISTENER) {
 		if (abort)
 			sock_no_linger(sock->sk);
-		/* wakes a blocked connect, MPA read or Reply write */
+		/* ends an accept's or reject's blocked Reply write */
 		kernel_sock_shutdown(sock, SHUT_RDWR);
 	}
 	if (setup_works) {
@@ -629,6 +630,18 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 
 /* ---------------------------------------------------------- FPDU mode */
 
+/*
+ * MPA-39 (RFC 5044 7.1.2): without peer-to-peer mode, a responder sends no
+ * FPDU before it has received and validated one. Off by default, as siw's
+ * responder does not wait either: an application whose server speaks
+ * first (ib_write_lat) would hang against an initiator without P2P
+ * (docs/DATAPATH.md).
+ */
+static bool iwarp_mpa_responder_waits;
+module_param_named(mpa_responder_waits, iwarp_mpa_responder_waits, bool, 0644);
+MODULE_PARM_DESC(mpa_responder_waits,
+		 "Without peer-to-peer mode, an MPA responder sends nothing before the initiator's first FPDU (RFC 5044 MPA-39; default N, as siw; applies to connections accepted afterwards)");
+
 int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
@@ -680,7 +693,8 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 			conn->rtr_pending = true;
 		else
 			conn->rtr_wait = true;
-	} else if (conn->kind == IWARP_CM_KIND_PASSIVE) {
+	} else if (conn->kind == IWARP_CM_KIND_PASSIVE &&
+		   READ_ONCE(iwarp_mpa_responder_waits)) {
 		conn->fpdu_wait = true;		/* MPA-39 */
 	}
 	/*

@@ -277,8 +277,9 @@ struct iwarp_conn {
 	u8 term_buf[IWP_TERM_MAX];
 	bool rtr_wait;			/* responder in P2P: RTR not yet seen */
 	/*
-	 * Responder without P2P: no FPDU received and validated yet, so
-	 * none may be sent (MPA-39). Cleared by the receive engine.
+	 * Responder without P2P, mpa_responder_waits set: no FPDU received
+	 * and validated yet, so none may be sent (MPA-39). Cleared by the
+	 * receive engine.
 	 */
 	bool fpdu_wait;
 

@@ -930,9 +930,9 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			return;
 		}
 		/*
-		 * MPA-39: a responder without P2P frames nothing before an
-		 * FPDU came in whole (the receive engine kicks us then); what
-		 * is posted meanwhile waits in the SQ.
+		 * MPA-39 (mpa_responder_waits): a responder without P2P
+		 * frames nothing before an FPDU came in whole (the receive
+		 * engine kicks us then); what is posted meanwhile waits.
 		 */
 		if (READ_ONCE(conn->fpdu_wait))
 			return;

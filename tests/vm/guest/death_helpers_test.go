@@ -50,13 +50,19 @@ func lowHungTaskTimeout(t *testing.T, secs int) {
 	t.Cleanup(func() { writeSys(t, p, strconv.Itoa(old)) })
 }
 
-func readSysInt(t *testing.T, path string) int {
+// readSysFile is the content of a sysfs or procfs file, trimmed.
+func readSysFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return strings.TrimSpace(string(b))
+}
+
+func readSysInt(t *testing.T, path string) int {
+	t.Helper()
+	v, err := strconv.Atoi(readSysFile(t, path))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

@@ -45,8 +45,16 @@ type malTarget struct {
 // request (if any) is handed out on reqs.
 func newMalTarget(t *testing.T, tp *Topology, size int, accept bool, post func(e *rdmaEnd) error) *malTarget {
 	t.Helper()
+	return newMalTargetAccess(t, tp, size, rdmaAccess, accept, post)
+}
+
+// newMalTargetAccess is newMalTarget with the endpoint's region registered
+// with access.
+func newMalTargetAccess(t *testing.T, tp *Topology, size int, access userlib.Access, accept bool,
+	post func(e *rdmaEnd) error) *malTarget {
+	t.Helper()
 	m := &malTarget{
-		e:      newRdmaEnd(t, tp.B, size, rdmaAccess),
+		e:      newRdmaEnd(t, tp.B, size, access),
 		addr:   netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1))),
 		reqs:   make(chan *userlib.ConnRequest, 1),
 		accErr: make(chan error, 1),

@@ -390,3 +390,54 @@ func TestRFC7306Gate(t *testing.T) {
 		t.Fatalf("the receiver's receive completed %+v, want an error", wc)
 	}
 }
+
+// TestRFC7306IRDExceeded: a codec peer sends, in one write, more Atomic
+// Requests than the IRD the module's Reply announced (Read and atomic
+// requests share it: RDMAP-EXT-20). The module answers at most its IRD of
+// them, in order, then sends Terminate RDMAP/0x2/0x07 and ends the
+// stream; it executes exactly the atomics it answered.
+func TestRFC7306IRDExceeded(t *testing.T) {
+	tp := newTopology(t)
+	linkUp(t, tp, ctl.FlagCRC|ctl.FlagRFC7306)
+	m := newMalTargetAccess(t, tp, 4096, atomicAccess, true, nil)
+	setWord(m.e.buf, 0, 0)
+	p := dialMal(t, tp, m.addr)
+	p.handshake(m, defaultMalRequest())
+	ird := uint32(p.rep.IRD)
+	// In one write, so that they arrive before any is answered.
+	var b []byte
+	for i := uint32(1); i <= ird+4; i++ {
+		s := wire.Segment{Last: true, DV: wire.DDPVersion, RV: wire.RDMAPVersion,
+			Opcode: wire.OpAtomicRequest, QN: wire.QNReadRequest, MSN: i,
+			AtomicReq: wire.AtomicRequest{AOpCode: wire.AOpFetchAdd, ReqID: 100 + i,
+				STag: m.e.mr.STag(), TO: m.e.mr.Addr(), AddSwap: 1}}
+		b = p.fr.Append(b, wire.AppendSegment(nil, &s))
+	}
+	p.write(b)
+	st := p.drain()
+	if st.framing != nil || !streamEnded(st.end) || len(st.segs) == 0 {
+		t.Fatalf("the target sent %d segments, framing %v, end %v", len(st.segs), st.framing, st.end)
+	}
+	answered := st.segs[:len(st.segs)-1]
+	term := st.segs[len(st.segs)-1]
+	want := wire.TerminateError{Layer: wire.LayerRDMAP, EType: 2, ECode: 0x07}
+	if term.Opcode != wire.OpTerminate || term.Terminate.TerminateErr() != want {
+		t.Fatalf("the target's last segment %+v, want Terminate %v", term, &want)
+	}
+	if uint32(len(answered)) > ird {
+		t.Fatalf("%d atomics answered beyond IRD %d", len(answered), ird)
+	}
+	for i, s := range answered {
+		n := uint32(i + 1)
+		if s.Opcode != wire.OpAtomicResponse || s.QN != wire.QNAtomicResponse || s.MSN != n ||
+			s.AtomicResp.ReqID != 100+n || s.AtomicResp.Orig != uint64(i) {
+			t.Fatalf("response %d: %+v, want the answer to request %d with original %d", i, s, 100+n, i)
+		}
+	}
+	if got := word(m.e.buf, 0); got != uint64(len(answered)) {
+		t.Fatalf("counter %d after %d answered FetchAdds: an unanswered atomic was executed, or an answered one not",
+			got, len(answered))
+	}
+	t.Logf("IRD %d, %d FetchAdds sent at once: %d answered (counter %d), then Terminate %v",
+		ird, ird+4, len(answered), word(m.e.buf, 0), &want)
+}
