@@ -221,6 +221,7 @@ struct iwarp_conn {
 	u32 sq_next;			/* next SQ slot to take */
 	u32 sq_built;			/* slots fully framed into txbuf */
 	bool cur_active;		/* a WR is being framed */
+	bool irq_turn;			/* between messages, the IRQ's goes first */
 	struct iwarp_sqe cur;		/* its copy */
 	u32 cur_off;			/* payload octets framed */
 	u32 msn_send;			/* next MSN on QN 0 */

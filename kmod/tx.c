@@ -813,11 +813,39 @@ static bool iwarp_tx_idle(struct iwarp_conn *conn)
 	return true;
 }
 
-/* Fills the buffer; true if something was framed. */
+/*
+ * Whether the IRQ has a response to frame; *started if it is under way:
+ * part of a Read Response framed, or an atomic executed whose response
+ * is still to be framed.
+ */
+static bool iwarp_irq_head(struct iwarp_conn *conn, bool *started)
+{
+	unsigned long flags;
+	bool head;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	head = conn->irq_head != conn->irq_tail;
+	*started = head && conn->irq[conn->irq_head % conn->ird].sent;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return head;
+}
+
+/*
+ * Fills the buffer; true if something was framed.
+ *
+ * A DDP message goes out whole (DDP-20): once the first FPDU of an SQ
+ * message or of a response is framed, its other FPDUs come before any of
+ * another message (siw ends the connection when a segment of another
+ * tagged message arrives inside a tagged one, or untagged inside
+ * untagged). Between messages the SQ and the IRQ take turns, the one
+ * that did not frame the last going first, so that neither a stream of
+ * Writes nor one of Read Requests holds the other back for longer than
+ * a message.
+ */
 static int iwarp_tx_fill(struct iwarp_conn *conn)
 {
 	bool fresh = !conn->txpage;	/* a buffer is taken for this batch */
-	bool framed, any = false;
+	bool any = false, irq, irq_started, use_irq, framed;
 	int err, n;
 
 	while (iwarp_tx_room(conn, iwarp_tx_lim(conn))) {
@@ -828,37 +856,44 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 			any = true;
 			continue;
 		}
-		/* Read Responses and the SQ share the stream FPDU by FPDU. */
-		err = iwarp_tx_irq_fpdu(conn, &framed);
-		if (err)
-			return err;
-		any |= framed;
-		if (conn->rtr_wait)
-			return any;	/* responder in P2P: nothing before the RTR */
-		/*
-		 * The room checked above was for one FPDU, which a Read
-		 * Response may just have taken: the SQ's goes in the next
-		 * buffer then.
-		 */
-		if (framed && !iwarp_tx_room(conn, iwarp_tx_lim(conn)))
-			break;
-		if (!conn->cur_active) {
-			n = iwarp_sq_take(conn);
-			if (n < 0)
-				return n;
-			if (!n) {
-				if (!framed)
-					return any;	/* nothing more to frame */
-				continue;
+		irq = iwarp_irq_head(conn, &irq_started);
+		if (irq_started) {
+			use_irq = true;
+		} else if (conn->cur_active && conn->cur_off) {
+			use_irq = false;	/* a Send or Write under way */
+		} else {
+			/* Between messages; a P2P responder sends nothing before the RTR. */
+			if (!conn->cur_active && !conn->rtr_wait) {
+				n = iwarp_sq_take(conn);
+				if (n < 0)
+					return n;
+				if (n && !conn->cur_active) {	/* completed at once */
+					any = true;
+					continue;
+				}
 			}
-			if (!conn->cur_active) {	/* completed at once */
-				any = true;
-				continue;
+			if (conn->rtr_wait || !conn->cur_active) {
+				if (!irq)
+					return any;	/* nothing more to frame */
+				use_irq = true;
+			} else {
+				use_irq = irq && conn->irq_turn;
 			}
 		}
-		err = iwarp_tx_cur_fpdu(conn);
-		if (err)
-			return err;
+		/* One FPDU, which the room checked above takes. */
+		if (use_irq) {
+			err = iwarp_tx_irq_fpdu(conn, &framed);
+			if (err)
+				return err;
+			if (!framed)
+				return any;
+			conn->irq_turn = false;
+		} else {
+			err = iwarp_tx_cur_fpdu(conn);
+			if (err)
+				return err;
+			conn->irq_turn = true;
+		}
 		any = true;
 	}
 	/* Out of room: the batch was larger than the buffer taken for it. */

@@ -78,6 +78,7 @@ type opDesc struct {
 type opEnd struct {
 	*rdmaEnd
 	inv     *userlib.MR
+	bufOff  int // the region the descriptor offers as buf
 	peer    opDesc
 	pending []userlib.WC // receive completions seen while waiting for a send one
 	log     []string
@@ -85,7 +86,14 @@ type opEnd struct {
 
 func newOpEnd(t *testing.T, ns string) *opEnd {
 	t.Helper()
-	e := &opEnd{rdmaEnd: newRdmaEnd(t, ns, opSize, rdmaAccess)}
+	return newOpEndSized(t, ns, opSize, opBuf)
+}
+
+// newOpEndSized is newOpEnd with a buffer of size octets (at least
+// opSize) whose region at bufOff is offered to the peer as buf.
+func newOpEndSized(t *testing.T, ns string, size, bufOff int) *opEnd {
+	t.Helper()
+	e := &opEnd{rdmaEnd: newRdmaEnd(t, ns, size, rdmaAccess), bufOff: bufOff}
 	var err error
 	if e.inv, err = e.pd.RegisterMR(e.buf[opInv:opInv+opInvLen], userlib.LocalWrite|userlib.RemoteWrite); err != nil {
 		t.Fatalf("inv MR: %v", err)
@@ -182,7 +190,7 @@ func (e *opEnd) msg(wc userlib.WC) []byte {
 func (e *opEnd) exchangeDesc(t *testing.T, isClient bool) {
 	t.Helper()
 	d := e.buf[opTx : opTx+opDescLen]
-	binary.BigEndian.PutUint64(d[0:], e.mr.Addr()+opBuf)
+	binary.BigEndian.PutUint64(d[0:], e.mr.Addr()+uint64(e.bufOff))
 	binary.BigEndian.PutUint32(d[8:], e.mr.STag())
 	binary.BigEndian.PutUint32(d[12:], e.inv.STag())
 	binary.BigEndian.PutUint64(d[16:], e.inv.Addr())
@@ -351,9 +359,48 @@ func TestSiwOps(t *testing.T) {
 	}
 }
 
+// connect starts opcheck on siw with args (as server when iwClient, else
+// as client) and connects e's QP to it on port, IRD = ORD = 4.
+func (e *opEnd) connect(t *testing.T, st *SiwTopology, iwClient bool, port int, args ...string) *peerProc {
+	t.Helper()
+	ps := strconv.Itoa(port)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	params := &userlib.ConnParams{IRD: 4, ORD: 4}
+	var peer *peerProc
+	if iwClient {
+		peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), append([]string{"-s", "-a", st.SiwAddr(), "-p", ps}, args...)...)
+		waitListen(t, st.SiwNS(), port, listenTimeout, peer)
+		if err := RunInNetns(st.IwNS(), func() error {
+			_, err := e.qp.Dial(ctx, netip.AddrPortFrom(netip.MustParseAddr(st.SiwAddr()), uint16(port)), params)
+			return err
+		}); err != nil {
+			t.Fatalf("dial siw: %v%s", err, peer.ended())
+		}
+		return peer
+	}
+	l := st.iwListen(t, e.rdmaEnd, port)
+	peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), append([]string{"-c", "-a", st.IwAddr(), "-p", ps}, args...)...)
+	req, err := l.Accept(ctx)
+	if err != nil {
+		t.Fatalf("accept: %v%s", err, peer.ended())
+	}
+	if err := req.Accept(ctx, e.qp, params); err != nil {
+		t.Fatalf("accept siw's request: %v%s", err, peer.ended())
+	}
+	return peer
+}
+
+// ended describes how opcheck ended, if it has, for a failed setup.
+func (p *peerProc) ended() string {
+	if !p.exited() {
+		return "; opcheck still runs"
+	}
+	return fmt.Sprintf("; opcheck ended (%v):\n%s%s", p.err, p.stdout.String(), p.stderr.String())
+}
+
 func opCell(t *testing.T, st *SiwTopology, mon *collector, iwClient bool, badBy string) {
 	port := peerPort()
-	ps := strconv.Itoa(port)
 	cbad := "self"
 	if badBy == "iwarp" {
 		cbad = "peer"
@@ -361,30 +408,7 @@ func opCell(t *testing.T, st *SiwTopology, mon *collector, iwClient bool, badBy 
 	capt := startCapture(t, st.IwNS(), "vb")
 	e := newOpEnd(t, st.IwNS())
 	before := len(mon.snapshot())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	params := &userlib.ConnParams{IRD: 4, ORD: 4}
-	var peer *peerProc
-	if iwClient {
-		peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), "-s", "-a", st.SiwAddr(), "-p", ps, "-b", cbad)
-		waitListen(t, st.SiwNS(), port, listenTimeout, peer)
-		if err := RunInNetns(st.IwNS(), func() error {
-			_, err := e.qp.Dial(ctx, netip.AddrPortFrom(netip.MustParseAddr(st.SiwAddr()), uint16(port)), params)
-			return err
-		}); err != nil {
-			t.Fatalf("dial siw: %v", err)
-		}
-	} else {
-		l := st.iwListen(t, e.rdmaEnd, port)
-		peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), "-c", "-a", st.IwAddr(), "-p", ps, "-b", cbad)
-		req, err := l.Accept(ctx)
-		if err != nil {
-			t.Fatalf("accept: %v", err)
-		}
-		if err := req.Accept(ctx, e.qp, params); err != nil {
-			t.Fatalf("accept siw's request: %v", err)
-		}
-	}
+	peer := e.connect(t, st, iwClient, port, "-b", cbad)
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return

@@ -6,7 +6,7 @@
  * operations or Send with Invalidate, so this one does, with libibverbs and
  * librdmacm as any application would.
  *
- *   opcheck -s|-c -a ADDR -p PORT [-b self|peer|none]
+ *   opcheck -s|-c -a ADDR -p PORT [-b self|peer|none | -x]
  *
  * -s listens on ADDR:PORT (that address only), -c connects to it. After the
  * connection both sides exchange a descriptor by Send (client first):
@@ -33,6 +33,21 @@
  * (the peer's Terminate flushes its receives); with -b peer it expects the
  * peer to do that and checks that its inv region stayed untouched.
  *
+ * With -x (cross) the two phases are replaced by one: the peer RDMA-Writes
+ * CROSS_LEN octets of its pattern (as driver) from its buf to this side's
+ * buf, then Sends a DONE_LEN-octet message, while this side RDMA-Reads the
+ * peer's buf, so that the Read Requests cross the Write: buf is CROSS_LEN +
+ * READ_DEPTH * READ_LEN octets here, and the peer's at least CROSS_LEN.
+ * Once the first octets of the Write are in place, this side keeps
+ * READ_DEPTH Reads of READ_LEN octets outstanding, each from the next
+ * READ_LEN of the peer's buf (wrapping at CROSS_LEN) into its own slot
+ * after CROSS_LEN, checked against the pattern as it completes, until the
+ * peer's message arrives; then it lets the outstanding Reads complete,
+ * checks its buf against the pattern and Sends the acknowledgement. A
+ * Read Response framed between two segments of the Write ends the
+ * connection here: siw takes no segment of another tagged message while
+ * one is in progress.
+ *
  * Exit status 0 when every check passed; one line per step on stdout.
  */
 
@@ -45,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,8 +79,13 @@
 #define READBACK_OFF	8192
 #define BAD_LEN		64
 #define TIMEOUT_S	20
+#define CROSS_LEN	(8 << 20)
+#define READ_LEN	16384
+#define READ_DEPTH	4
+#define DONE_LEN	16
+#define CROSS_BUF	(CROSS_LEN + READ_DEPTH * READ_LEN)
 
-enum { WR_RECV = 1000, WR_SEND = 1, WR_WRITE, WR_READ, WR_SENDINV, WR_BAD };
+enum { WR_RECV = 1000, WR_SEND = 1, WR_WRITE, WR_READ, WR_SENDINV, WR_BAD, WR_XREAD = 100 };
 
 struct peer_desc {
 	uint64_t buf_addr;
@@ -82,6 +103,7 @@ struct ctx {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	char *buf, *inv, *msgs, *tx;
+	size_t buf_size;
 	struct ibv_mr *buf_mr, *inv_mr, *msgs_mr, *tx_mr;
 	struct peer_desc peer;
 	/* receive completions that arrived while waiting for a send one */
@@ -190,11 +212,11 @@ static void setup(struct ctx *c, struct rdma_cm_id *id)
 		die(c, "rdma_create_qp: %s", strerror(errno));
 	c->qp = id->qp;
 
-	c->buf = zalloc(c, BUF_SIZE);
+	c->buf = zalloc(c, c->buf_size);
 	c->inv = zalloc(c, INV_SIZE);
 	c->msgs = zalloc(c, NRECV * MSG_SIZE);
 	c->tx = zalloc(c, MSG_SIZE);
-	c->buf_mr = reg(c, c->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+	c->buf_mr = reg(c, c->buf, c->buf_size, IBV_ACCESS_LOCAL_WRITE |
 			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	c->inv_mr = reg(c, c->inv, INV_SIZE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	c->msgs_mr = reg(c, c->msgs, NRECV * MSG_SIZE, IBV_ACCESS_LOCAL_WRITE);
@@ -518,9 +540,95 @@ static void bad_target(struct ctx *c)
 	    ibv_wc_status_str(wc.status));
 }
 
+/* Posts the Read of the k-th READ_LEN of the peer's buf into its slot. */
+static void cross_read(struct ctx *c, unsigned int k)
+{
+	unsigned int slot = k % READ_DEPTH;
+	size_t src = (size_t)k * READ_LEN % CROSS_LEN;
+
+	memset(c->buf + CROSS_LEN + slot * READ_LEN, 0, READ_LEN);
+	rdma(c, IBV_WR_RDMA_READ, WR_XREAD + slot, CROSS_LEN + slot * READ_LEN,
+	     c->peer.buf_addr + src, c->peer.buf_stag, READ_LEN, "read");
+}
+
+/* Checks the Read completed in @slot, which was the k-th. */
+static void cross_check(struct ctx *c, int peer_is_client, unsigned int k)
+{
+	const uint8_t *got = (const uint8_t *)c->buf + CROSS_LEN + (k % READ_DEPTH) * READ_LEN;
+	size_t src = (size_t)k * READ_LEN % CROSS_LEN, i;
+
+	for (i = 0; i < READ_LEN; i++)
+		if (got[i] != pattern(peer_is_client, src + i))
+			die(c, "read %u: octet %zu of the peer's buf + %zu is %#x, want %#x", k, i,
+			    src, got[i], pattern(peer_is_client, src + i));
+}
+
+/*
+ * The reader's side of -x: Reads of the peer's buf kept outstanding while
+ * the peer's Write arrives, until its message says the Write is done.
+ */
+static void cross(struct ctx *c, int peer_is_client)
+{
+	const volatile uint32_t *first = (const volatile uint32_t *)c->buf;
+	unsigned int posted = 0, done = 0, slot;
+	int writer_done = 0;
+	double deadline = now() + TIMEOUT_S;
+	struct ibv_wc wc;
+	size_t i;
+
+	/* The Write has begun once its first octets are in place. */
+	while (!*first) {
+		if (now() > deadline)
+			die(c, "the peer's write did not begin within %d s", TIMEOUT_S);
+		usleep(50);
+	}
+	say(c, "the peer's write has begun");
+	for (; posted < READ_DEPTH; posted++)
+		cross_read(c, posted);
+	while (done < posted) {
+		poll_one(c, &wc, "a read or the peer's message");
+		if (wc.wr_id >= WR_RECV) {
+			if (wc.status != IBV_WC_SUCCESS)
+				die(c, "the peer's message: receive completion status %s (%d)",
+				    ibv_wc_status_str(wc.status), wc.status);
+			if (wc.byte_len != DONE_LEN)
+				die(c, "a message of %u octets, want %d", wc.byte_len, DONE_LEN);
+			post_recv(c, wc.wr_id - WR_RECV);
+			writer_done = 1;
+			say(c, "the peer's write is done after %u reads completed", done);
+			continue;
+		}
+		slot = wc.wr_id - WR_XREAD;
+		if (wc.wr_id < WR_XREAD || slot >= READ_DEPTH || slot != done % READ_DEPTH ||
+		    wc.status != IBV_WC_SUCCESS)
+			die(c, "read %u: completion wr_id %llu status %s (%d)", done,
+			    (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), wc.status);
+		cross_check(c, peer_is_client, done);
+		done++;
+		if (!writer_done)
+			cross_read(c, posted++);
+	}
+	if (!writer_done) {
+		wait_recv(c, &wc, "the peer's message", 0);
+		if (wc.byte_len != DONE_LEN)
+			die(c, "a message of %u octets, want %d", wc.byte_len, DONE_LEN);
+		post_recv(c, wc.wr_id - WR_RECV);
+	}
+	say(c, "%u reads of %d octets completed and checked", done, READ_LEN);
+	for (i = 0; i < CROSS_LEN; i++)
+		if ((uint8_t)c->buf[i] != pattern(peer_is_client, i))
+			die(c, "buf + %zu holds %#x after the peer's write, want %#x", i,
+			    (uint8_t)c->buf[i], pattern(peer_is_client, i));
+	say(c, "the peer's write of %d octets is in place", CROSS_LEN);
+
+	memset(c->tx, 0, ACK_LEN);
+	memcpy(c->tx, "opcheck ack", 11);
+	send_msg(c, ACK_LEN, "acknowledgement");
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: opcheck -s|-c -a ADDR -p PORT [-b self|peer|none]\n");
+	fprintf(stderr, "usage: opcheck -s|-c -a ADDR -p PORT [-b self|peer|none | -x]\n");
 	exit(2);
 }
 
@@ -529,9 +637,9 @@ int main(int argc, char **argv)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	struct ctx c = { 0 };
 	const char *addr = NULL, *port = NULL, *bad = "none";
-	int is_client = -1, opt, err;
+	int is_client = -1, crossing = 0, opt, err;
 
-	while ((opt = getopt(argc, argv, "sca:p:b:")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:p:b:x")) != -1) {
 		switch (opt) {
 		case 's':
 			is_client = 0;
@@ -548,14 +656,26 @@ int main(int argc, char **argv)
 		case 'b':
 			bad = optarg;
 			break;
+		case 'x':
+			crossing = 1;
+			break;
 		default:
 			usage();
 		}
 	}
 	if (is_client < 0 || !addr || !port || optind != argc ||
-	    (strcmp(bad, "self") && strcmp(bad, "peer") && strcmp(bad, "none")))
+	    (strcmp(bad, "self") && strcmp(bad, "peer") && strcmp(bad, "none")) ||
+	    (crossing && strcmp(bad, "none")))
 		usage();
 	c.role = is_client ? "client" : "server";
+	c.buf_size = crossing ? CROSS_BUF : BUF_SIZE;
+	if (crossing) {
+		/* siw charges what it pins to RLIMIT_MEMLOCK, root or not. */
+		struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+
+		if (setrlimit(RLIMIT_MEMLOCK, &rl))
+			die(&c, "setrlimit RLIMIT_MEMLOCK: %s", strerror(errno));
+	}
 	err = getaddrinfo(addr, port, &hints, &ai);
 	if (err)
 		die(&c, "%s:%s: %s", addr, port, gai_strerror(err));
@@ -571,7 +691,9 @@ int main(int argc, char **argv)
 	say(&c, "connected");
 
 	exchange_desc(&c, is_client);
-	if (is_client) {
+	if (crossing) {
+		cross(&c, !is_client);
+	} else if (is_client) {
 		drive(&c, 1);
 		target(&c, 0);
 	} else {
