@@ -325,6 +325,8 @@ static void iwarp_sk_state_change(struct sock *sk)
 		conn->saved_state_change(sk);
 		iwarp_cm_kick(conn);
 	} else if (conn && !READ_ONCE(conn->closing) && iwarp_sk_ended(sk->sk_state)) {
+		/* TCP's reason, before a send of the engine consumes sk_err. */
+		cmpxchg(&conn->tcp_err, 0, READ_ONCE(sk->sk_err));
 		iwarp_cm_close_async(conn);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
@@ -482,7 +484,9 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	 * that stopped answering (ETIMEDOUT, cm_sock.c); 0 for an orderly
 	 * end or our own close.
 	 */
-	status = conn->sock ? -READ_ONCE(conn->sock->sk->sk_err) : 0;
+	status = -READ_ONCE(conn->tcp_err);
+	if (!status && conn->sock)
+		status = -READ_ONCE(conn->sock->sk->sk_err);
 	mutex_lock(&conn->tx_lock);
 	was_up = conn->fpdu_mode;
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);

@@ -125,8 +125,13 @@ static int iwarp_mpa_send(struct iwarp_conn *conn)
 		iov.iov_base = conn->mpa_buf + conn->mpa_off;
 		iov.iov_len = conn->mpa_len - conn->mpa_off;
 		n = kernel_sendmsg(conn->sock, &msg, &iov, 1, iov.iov_len);
+		/*
+		 * No room: an acknowledgment frees some and write_space
+		 * kicks us, unless nothing is in flight (TCP is out of
+		 * memory), when nothing would.
+		 */
 		if (n == -EAGAIN)
-			return 0;
+			return READ_ONCE(conn->sock->sk->sk_wmem_queued) ? 0 : -ENOBUFS;
 		if (n <= 0)
 			return n ? n : -ECONNRESET;
 		conn->mpa_off += n;
@@ -176,7 +181,7 @@ static void iwarp_mpa_send_term(struct iwarp_conn *conn, const struct iwp_term *
 	iov.iov_len = n;
 	if (kernel_sendmsg(conn->sock, &msg, &iov, 1, n) != n) {
 		/* The peer never sees part of an FPDU and then an orderly end. */
-		sock_no_linger(conn->sock->sk);
+		tcp_abort(conn->sock->sk, ECONNABORTED);
 		return;
 	}
 	conn->stats.term_sent = BIT(31) | iwarp_term_code(term);
@@ -366,15 +371,23 @@ static void iwarp_cm_arm(struct iwarp_conn *conn, unsigned long delay)
 
 void iwarp_cm_kick(struct iwarp_conn *conn)
 {
-	if (READ_ONCE(conn->closing))
-		return;
-	iwarp_conn_get(conn);
+	unsigned long flags;
+
 	/*
-	 * Pending (for its deadline, say): it runs now instead, with the
-	 * reference it has. Being cancelled (-ENOENT, true): not queued.
+	 * Under conn->lock, which the close holds to set closing before it
+	 * cancels the work: a kick queues before that cancel (which drops
+	 * its reference) or finds closing set. A cancel in progress refuses
+	 * the queueing with a return that differs between kernels (6.1:
+	 * pending, 6.10 on: idle), so the kick never races one.
 	 */
-	if (mod_delayed_work(iwarp_cm_wq, &conn->cm_work, 0))
-		iwarp_conn_put(conn);
+	spin_lock_irqsave(&conn->lock, flags);
+	if (!conn->closing) {
+		iwarp_conn_get(conn);
+		/* Pending (for its deadline): it runs now, with its reference. */
+		if (mod_delayed_work(iwarp_cm_wq, &conn->cm_work, 0))
+			iwarp_conn_put(conn);
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
 }
 
 /*
@@ -438,10 +451,17 @@ static int iwarp_cm_connected(struct iwarp_conn *conn)
 	struct sock *sk = conn->sock->sk;
 	int err, n;
 
-	/* As a second connect() does: it reports the outcome. */
+	/*
+	 * As a second connect() does: it reports the outcome. Not after a
+	 * close's shutdown, which resets a socket in SYN_SENT to one that
+	 * would connect anew (closing is set before it takes the lock).
+	 */
 	lock_sock(sk);
-	err = __inet_stream_connect(conn->sock, (struct sockaddr *)&conn->peer,
-				    iwarp_cm_peer_len(conn), O_NONBLOCK, 0);
+	if (READ_ONCE(conn->closing))
+		err = -ECONNABORTED;
+	else
+		err = __inet_stream_connect(conn->sock, (struct sockaddr *)&conn->peer,
+					    iwarp_cm_peer_len(conn), O_NONBLOCK, 0);
 	release_sock(sk);
 	if (err == -EALREADY || err == -EINPROGRESS)
 		return 0;

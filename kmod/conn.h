@@ -12,14 +12,17 @@
  * - References. The index holds one from publication until
  *   iwarp_conn_close() ends; a bound QP holds one in qp->conn (dropped at QP
  *   teardown) and the connection holds the QP. Every queued work item holds
- *   one: iwarp_conn_queue() takes it, the work drops it when it ends, and
- *   iwarp_conn_cancel() drops it for a work it cancelled. Socket callbacks
+ *   one: iwarp_conn_queue() takes it (the setup's delayed cm_work:
+ *   iwarp_cm_kick() or a re-arm, under conn->lock against a close), the
+ *   work drops it when it ends, and a cancel drops it for a work it
+ *   cancelled. Socket callbacks
  *   reach the connection through sk_user_data only while hooked, under
  *   sk_callback_lock; iwarp_conn_close() unhooks before the index's
  *   reference goes.
- * - Teardown (iwarp_conn_close) is the reverse: shut the socket down (wakes
- *   an accept's or reject's blocked Reply write), stop the setup work, take cm_lock (waits for an
- *   accept or reject in progress), unhook, stop the engines, flush the QP,
+ * - Teardown (iwarp_conn_close) is the reverse: shut the socket down (ends
+ *   an accept's or reject's blocked Reply write), stop the setup work, take
+ *   cm_lock (waits for an accept or reject in progress), unhook, stop the
+ *   engines, flush the QP,
  *   unpublish, release the socket (TCP bounds what is left of it: orphaned
  *   sockets time out), drop the index's reference.
  * - Memory regions are never held across anything a peer controls: the
@@ -31,9 +34,11 @@
  * Lock order: cm_lock, then tx_lock, then the socket lock, then conn->lock
  * (a BH-safe spinlock guarding state, closing, the SQ completion indices,
  * the ORQ and IRQ and the pending Terminate). sk_callback_lock is taken
- * alone or inside the socket lock (TCP's callbacks). Nothing sleeps under
- * conn->lock or sk_callback_lock. The transmit engine runs under tx_lock;
- * the receive engine under the socket lock (softirq, or rx_work).
+ * alone, inside cm_lock (hooking; the switch to FPDU mode) or inside the
+ * socket lock (TCP's callbacks); conn->lock may be taken inside it.
+ * Nothing sleeps under conn->lock or sk_callback_lock. The transmit
+ * engine runs under tx_lock; the receive engine under the socket lock
+ * (softirq, or rx_work).
  */
 #ifndef _IWARP_CONN_H
 #define _IWARP_CONN_H
@@ -177,6 +182,7 @@ struct iwarp_conn {
 	struct iwp_mpa_frame req;	/* the Request sent or received */
 	struct iwp_mpa_result res;
 	bool rfc7306;			/* RFC 7306 operations on (policy) */
+	int tcp_err;			/* why TCP ended the stream (errno), first seen */
 	u32 timeout_ms;
 	unsigned long deadline;		/* jiffies: the end of the MPA exchange */
 	u16 own_pd_len;
@@ -322,7 +328,8 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort);
 
 /*
  * Engines, once the MPA exchange is done: allocates their state, moves the
- * QP to RTS and installs the socket callbacks.
+ * QP to RTS and hands the socket's callbacks (hooked for the exchange) to
+ * them.
  */
 int iwarp_conn_start_fpdu(struct iwarp_conn *conn);
 
