@@ -80,13 +80,7 @@ func crossCell(t *testing.T, st *SiwTopology, iwClient bool) {
 		if !t.Failed() {
 			return
 		}
-		select {
-		case <-peer.done:
-		case <-time.After(opTimeout):
-			peer.cmd.Process.Kill()
-			<-peer.done
-		}
-		t.Logf("iwarp side: %q\nsiw side (%v):\n%s%s", e.log, peer.err, peer.stdout.String(), peer.stderr.String())
+		logPeer(t, e, peer)
 		if k := dmesg(t); len(k) > klog {
 			var lines []string
 			for _, l := range strings.Split(k[klog:], "\n") {
@@ -96,16 +90,7 @@ func crossCell(t *testing.T, st *SiwTopology, iwClient bool) {
 			}
 			t.Logf("siw's and iwarp's kernel log since the cell began:\n%s", clip(strings.Join(lines, "\n")))
 		}
-		if capt.done {
-			return
-		}
-		file := capt.stop(t)
-		keepCapture(t, file)
-		if recs, err := decodeFPDUs(file); err != nil {
-			t.Logf("decode: %v", err)
-		} else {
-			crossLog(t, recs, iwDir)
-		}
+		keepCrossCapture(t, capt, iwDir)
 	})
 	e.exchangeDesc(t, iwClient)
 	w := e.rdma(userlib.OpWrite, opWRWrite, crossOff, e.peer.bufAddr, e.peer.bufSTag, crossLen)
@@ -200,15 +185,8 @@ func rdmaCross(t *testing.T, tp *Topology, c crossCase) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if !t.Failed() || capt.done {
-			return
-		}
-		file := capt.stop(t)
-		keepCapture(t, file)
-		if recs, err := decodeFPDUs(file); err != nil {
-			t.Logf("decode: %v", err)
-		} else {
-			crossLog(t, recs, "i2r")
+		if t.Failed() {
+			keepCrossCapture(t, capt, "i2r")
 		}
 	})
 
@@ -529,6 +507,22 @@ func (f crossFacts) String() string {
 }
 
 // crossLog logs what the capture shows, after a failure.
+// keepCrossCapture stops a failed cell's capture (unless it was stopped),
+// keeps it and logs the order of its FPDUs in direction dir.
+func keepCrossCapture(t *testing.T, capt *capture, dir string) {
+	t.Helper()
+	if capt.done {
+		return
+	}
+	file := capt.stop(t)
+	keepCapture(t, file)
+	if recs, err := decodeFPDUs(file); err != nil {
+		t.Logf("decode: %v", err)
+	} else {
+		crossLog(t, recs, dir)
+	}
+}
+
 func crossLog(t *testing.T, recs []fpduRec, dir string) {
 	t.Logf("capture (%s is the long message's direction): %v", dir, crossAnalyse(recs, dir))
 }

@@ -361,6 +361,19 @@ func TestSiwOps(t *testing.T) {
 
 // connect starts opcheck on siw with args (as server when iwClient, else
 // as client) and connects e's QP to it on port, IRD = ORD = 4.
+// logPeer logs both sides of a failed cell: what the iwarp side did and
+// what siw's opcheck printed, once it ended (killed after opTimeout).
+func logPeer(t *testing.T, e *opEnd, peer *peerProc) {
+	t.Helper()
+	select {
+	case <-peer.done:
+	case <-time.After(opTimeout):
+		peer.cmd.Process.Kill()
+		<-peer.done
+	}
+	t.Logf("iwarp side: %q\nsiw side (%v):\n%s%s", e.log, peer.err, peer.stdout.String(), peer.stderr.String())
+}
+
 func (e *opEnd) connect(t *testing.T, st *SiwTopology, iwClient bool, port int, args ...string) *peerProc {
 	t.Helper()
 	ps := strconv.Itoa(port)
@@ -413,13 +426,7 @@ func opCell(t *testing.T, st *SiwTopology, mon *collector, iwClient bool, badBy 
 		if !t.Failed() {
 			return
 		}
-		select {
-		case <-peer.done:
-		case <-time.After(opTimeout):
-			peer.cmd.Process.Kill()
-			<-peer.done
-		}
-		t.Logf("iwarp side: %q\nsiw side (%v):\n%s%s", e.log, peer.err, peer.stdout.String(), peer.stderr.String())
+		logPeer(t, e, peer)
 		if capt.done {
 			return
 		}
