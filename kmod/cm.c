@@ -203,8 +203,32 @@ u32 iwarp_conn_flags(const struct iwarp_conn *conn)
 	       (conn->rfc7306 ? IWARP_CONN_F_RFC7306 : 0);
 }
 
-void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
-		    const u8 *pdata, u16 pd_len)
+static u32 iwarp_cm_event_reason(u32 type)
+{
+	switch (type) {
+	case IWARP_EVENT_CONNECT_REQUEST:
+		return IWARP_EVENT_REASON_CM_REQUEST;
+	case IWARP_EVENT_ESTABLISHED:
+		return IWARP_EVENT_REASON_CM_ESTABLISHED;
+	case IWARP_EVENT_REJECTED:
+		return IWARP_EVENT_REASON_CM_REJECTED;
+	case IWARP_EVENT_UNREACHABLE:
+		return IWARP_EVENT_REASON_CM_UNREACHABLE;
+	case IWARP_EVENT_DISCONNECTED:
+		return IWARP_EVENT_REASON_CM_DISCONNECTED;
+	case IWARP_EVENT_QP_ERROR:
+		return IWARP_EVENT_REASON_CM_ERROR;
+	}
+	return IWARP_EVENT_REASON_NONE;
+}
+
+/*
+ * The owner's part of an event: queued on its /dev/iwarp file. Any
+ * context; takes only the file's event lock (a leaf), so a caller may hold
+ * conn->lock or tx_lock to order the event before what it does next.
+ */
+static void iwarp_cm_event_queue(struct iwarp_conn *conn, u32 type, s32 status,
+				 u32 term, const u8 *pdata, u16 pd_len)
 {
 	struct iwarp_event ev = {
 		.type = type,
@@ -212,30 +236,12 @@ void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 		.term = term,
 		.pdata_len = pd_len,
 	};
-	u32 reason = IWARP_EVENT_REASON_NONE;
 
-	switch (type) {
-	case IWARP_EVENT_CONNECT_REQUEST:
+	if (type == IWARP_EVENT_CONNECT_REQUEST) {
 		ev.id = conn->lsn->id;
 		ev.conn = conn->id;
-		reason = IWARP_EVENT_REASON_CM_REQUEST;
-		break;
-	case IWARP_EVENT_ESTABLISHED:
-		reason = IWARP_EVENT_REASON_CM_ESTABLISHED;
+	} else if (type == IWARP_EVENT_ESTABLISHED) {
 		ev.conn_flags = iwarp_conn_flags(conn);
-		break;
-	case IWARP_EVENT_REJECTED:
-		reason = IWARP_EVENT_REASON_CM_REJECTED;
-		break;
-	case IWARP_EVENT_UNREACHABLE:
-		reason = IWARP_EVENT_REASON_CM_UNREACHABLE;
-		break;
-	case IWARP_EVENT_DISCONNECTED:
-		reason = IWARP_EVENT_REASON_CM_DISCONNECTED;
-		break;
-	case IWARP_EVENT_QP_ERROR:
-		reason = IWARP_EVENT_REASON_CM_ERROR;
-		break;
 	}
 	if (type != IWARP_EVENT_CONNECT_REQUEST && conn->qp)
 		ev.id = conn->qp->id;
@@ -248,7 +254,13 @@ void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 		pr_debug("cm %u: event %u not queued\n", conn->id, type);
 	else
 		pr_debug("cm %u: event %u status %d\n", conn->id, type, status);
-	iwarp_nl_notify_cm(conn, reason);
+}
+
+void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
+		    const u8 *pdata, u16 pd_len)
+{
+	iwarp_cm_event_queue(conn, type, status, term, pdata, pd_len);
+	iwarp_nl_notify_cm(conn, iwarp_cm_event_reason(type));
 }
 
 /* ---------------------------------------------------------- socket hooks */
@@ -473,26 +485,24 @@ void iwarp_cm_close_work(struct work_struct *work)
  * so the flush may complete the receive a message was filling; from now on
  * the doorbell flushes what is posted (tx.c).
  */
-static void iwarp_conn_close_qp(struct iwarp_conn *conn)
+static void iwarp_conn_close_qp(struct iwarp_conn *conn, int status)
 {
 	struct iwarp_qp *qp = conn->qp;
 	bool was_up;
-	int status;
 
-	/*
-	 * Why TCP ended, if it did: a reset (ECONNRESET, EPIPE), or a peer
-	 * that stopped answering (ETIMEDOUT, cm_sock.c); 0 for an orderly
-	 * end or our own close.
-	 */
-	status = -READ_ONCE(conn->tcp_err);
-	if (!status && conn->sock)
-		status = -READ_ONCE(conn->sock->sk->sk_err);
 	mutex_lock(&conn->tx_lock);
 	was_up = conn->fpdu_mode;
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
 	/* a receive posted from now on rings, and is flushed (qp.c) */
 	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR | IWARP_RING_F_IDLE, 0);
+	/*
+	 * Queued before the flush (tx_lock keeps the doorbell's out until
+	 * stopped is set): an owner that polled a flushed completion reads
+	 * why (userlib's QP.Err).
+	 */
+	if (was_up)
+		iwarp_cm_event_queue(conn, IWARP_EVENT_DISCONNECTED, status, 0, NULL, 0);
 	/* A connection that never came up flushes what was posted as well. */
 	iwarp_conn_flush(conn, true);
 	conn->stopped = true;
@@ -500,7 +510,7 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn)
 	iwarp_tx_buf_trim(conn);
 	mutex_unlock(&conn->tx_lock);
 	if (was_up)
-		iwarp_cm_event(conn, IWARP_EVENT_DISCONNECTED, status, 0, NULL, 0);
+		iwarp_nl_notify_cm(conn, IWARP_EVENT_REASON_CM_DISCONNECTED);
 }
 
 void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
@@ -508,6 +518,7 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	struct socket *sock;
 	unsigned long flags;
 	bool setup_works;
+	int status;
 
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->closing) {
@@ -527,9 +538,18 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	setup_works = conn->published || conn->kind == IWARP_CM_KIND_LISTENER;
 	spin_unlock_irqrestore(&conn->lock, flags);
 
+	/*
+	 * Why TCP ended, if it did, before our own close adds a reason: a
+	 * reset (ECONNRESET, EPIPE), or a peer that stopped answering
+	 * (ETIMEDOUT, cm_sock.c); 0 for an orderly end or our own close.
+	 */
+	status = -READ_ONCE(conn->tcp_err);
+	if (!status && sock)
+		status = -READ_ONCE(sock->sk->sk_err);
 	if (sock && conn->kind != IWARP_CM_KIND_LISTENER) {
-		if (abort)
-			sock_no_linger(sock->sk);
+		/* A reset at once: no FIN first, nothing queued goes out. */
+		if (abort && inet_sk_state_load(sock->sk) != TCP_CLOSE)
+			tcp_abort(sock->sk, ECONNABORTED);
 		/* ends an accept's or reject's blocked Reply write */
 		kernel_sock_shutdown(sock, SHUT_RDWR);
 	}
@@ -554,7 +574,7 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	iwarp_conn_cancel(conn, &conn->tx_work);
 	iwarp_cm_unpend(conn);
 	if (conn->qp)
-		iwarp_conn_close_qp(conn);
+		iwarp_conn_close_qp(conn, status);
 	/* Queued by the engine only, which is stopped now (or never ran). */
 	if (cancel_delayed_work_sync(&conn->txbuf_work))
 		iwarp_conn_put(conn);
@@ -610,6 +630,13 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 			conn->stats.term_sent = BIT(31) | code;
 		}
 	}
+	/*
+	 * Queued before the QP leaves RTS: the transmit engine flushes
+	 * once it sees that, and an owner that polled a flushed completion
+	 * reads why (userlib's QP.Err).
+	 */
+	iwarp_cm_event_queue(conn, IWARP_EVENT_QP_ERROR,
+			     !term ? -EPIPE : received ? -ECONNRESET : -EPROTO, code, NULL, 0);
 	WRITE_ONCE(qp->state, conn->term_pending ? IWARP_QP_STATE_TERMINATE :
 						  IWARP_QP_STATE_ERROR);
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR, 0);
@@ -627,8 +654,7 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	pr_debug("qp %u: error, term %s %#x\n", qp->id, received ? "received" : "sent", code);
-	iwarp_cm_event(conn, IWARP_EVENT_QP_ERROR,
-		       !term ? -EPIPE : received ? -ECONNRESET : -EPROTO, code, NULL, 0);
+	iwarp_nl_notify_cm(conn, IWARP_EVENT_REASON_CM_ERROR);
 	iwarp_tx_kick(conn);
 }
 
