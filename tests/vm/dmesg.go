@@ -60,10 +60,29 @@ var dmesgHarmless = []string{
 
 // CheckDmesg returns the lines of a kernel log that make a run fail:
 // warnings, oopses, memory corruption reports, lockups and stalls, and the
-// module's own leak reports.
+// module's own leak reports. The lines of a known report (KnownInDmesg)
+// are left out.
 func CheckDmesg(dmesg string) []string {
-	var bad []string
-	for _, line := range strings.Split(dmesg, "\n") {
+	bad, _ := scanDmesg(dmesg)
+	return bad
+}
+
+// KnownInDmesg names the known reports (not this project's) a kernel log
+// has, one entry per report.
+func KnownInDmesg(dmesg string) []string {
+	_, known := scanDmesg(dmesg)
+	return known
+}
+
+func scanDmesg(dmesg string) (bad, known []string) {
+	lines := strings.Split(dmesg, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if k, end := knownAt(lines, i); end > i {
+			known = append(known, k)
+			i = end - 1
+			continue
+		}
 		if harmless(line) {
 			continue
 		}
@@ -74,7 +93,16 @@ func CheckDmesg(dmesg string) []string {
 			}
 		}
 	}
-	return bad
+	return bad, known
+}
+
+func knownAt(lines []string, i int) (string, int) {
+	for _, k := range knownReports {
+		if end := k.match(lines, i); end > i {
+			return k.name, end
+		}
+	}
+	return "", -1
 }
 
 func harmless(line string) bool {
@@ -125,4 +153,82 @@ func kmsgUnescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// A knownReport is a kernel report that is not this project's and is
+// known (docs/SECURITY.md says whose and why): its lines do not fail a
+// run, and the run says it saw one.
+type knownReport struct {
+	name string
+	// match returns the index after the report's last line if lines[i]
+	// starts one, else -1.
+	match func(lines []string, i int) int
+}
+
+var knownReports = []knownReport{
+	{"siw's sk_callback_lock lockdep report (siw_rtr_data_ready)", matchSiwCallbackLock},
+}
+
+// reportLines bounds a lockdep report's length: a longer block is not one.
+const reportLines = 400
+
+// matchSiwCallbackLock matches lockdep's "inconsistent lock state" report
+// on a TCP socket's sk_callback_lock (class clock-AF_INET or -AF_INET6)
+// whose two acquisitions are both siw's: the one that takes it (write,
+// in softirq: siw_rtr_data_ready) and the one that registered the other
+// usage (read with softirqs on: siw_qp_llp_data_ready). A report that
+// names any other function at either site is not matched and fails the
+// run; the stacks in between are not looked at (the softirq may run on
+// any task, iwarp's transmit work included).
+func matchSiwCallbackLock(lines []string, i int) int {
+	if !strings.Contains(lines[i], "WARNING: inconsistent lock state") {
+		return -1
+	}
+	var takes, registered, backtrace bool
+	for j := i + 1; j < len(lines) && j < i+reportLines; j++ {
+		l := lines[j]
+		switch {
+		case strings.HasSuffix(strings.TrimSpace(l), " takes:") && j+1 < len(lines):
+			n := lines[j+1]
+			takes = strings.Contains(n, "(clock-AF_INET") && siwFrame(n[strings.Index(n, " at: ")+1:])
+		case strings.Contains(l, "state was registered at:"):
+			registered = siwFrame(firstCaller(lines[j+1:]))
+		case strings.Contains(l, "stack backtrace:"):
+			backtrace = true
+		case strings.Contains(l, "WARNING:") || strings.Contains(l, "BUG:"):
+			return -1 // another report inside: not one block
+		case backtrace && strings.HasSuffix(l, "</TASK>"):
+			if takes && registered {
+				return j + 1
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// siwFrame reports whether a stack frame ("at: fn+0x1/0x2 [mod]" or an
+// indented "fn+0x1/0x2 [mod]") is a function of the siw module.
+func siwFrame(l string) bool {
+	l = strings.TrimPrefix(strings.TrimSpace(l), "at: ")
+	return strings.HasPrefix(l, "siw_") && strings.HasSuffix(l, " [siw]")
+}
+
+// firstCaller returns the first frame of a lockdep trace (indented lines
+// after a "... at:" line) that is not a locking primitive: the function
+// that took the lock.
+func firstCaller(trace []string) string {
+	for _, l := range trace {
+		_, f, ok := strings.Cut(l, "] ")
+		if !ok || !strings.HasPrefix(f, "  ") {
+			return ""
+		}
+		f = strings.TrimSpace(f)
+		if strings.HasPrefix(f, "lock_acquire") || strings.HasPrefix(f, "_raw_") ||
+			strings.HasPrefix(f, "__raw_") || strings.HasPrefix(f, "do_raw_") {
+			continue
+		}
+		return f
+	}
+	return ""
 }

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+package vm
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestKnownReports checks that siw's known lockdep report (as a debug
+// kernel printed it, testdata/siw-lockdep.txt) fails no run, and that the
+// same report with either acquisition site in another module, cut short,
+// or followed by another report still does.
+func TestKnownReports(t *testing.T) {
+	b, err := os.ReadFile("testdata/siw-lockdep.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := strings.TrimRight(string(b), "\n")
+	const before, after = "[   56.4] device vb entered promiscuous mode\n", "\n[   62.0] iwarp: unloaded\n"
+	if got := CheckDmesg(before + report + after); len(got) != 0 {
+		t.Errorf("siw's report: bad lines %q", got)
+	}
+	if got := KnownInDmesg(before + report + after); len(got) != 1 {
+		t.Errorf("siw's report: known %q, want one", got)
+	}
+	twice := before + report + "\n" + report + after
+	if bad, known := CheckDmesg(twice), KnownInDmesg(twice); len(bad) != 0 || len(known) != 2 {
+		t.Errorf("siw's report twice: bad %q, known %q", bad, known)
+	}
+	for _, c := range []struct {
+		name, old, new string
+	}{
+		{"taken by iwarp", "at: siw_rtr_data_ready+0x1b6/0x300 [siw]", "at: iwarp_sk_data_ready+0x1b6/0x300 [iwarp]"},
+		{"registered by iwarp", "  siw_qp_llp_data_ready+0x75/0x2e0 [siw]", "  iwarp_sk_state_change+0x75/0x2e0 [iwarp]"},
+		{"another lock", "(clock-AF_INET){++-?}", "(&conn->lock){++-?}"},
+		{"cut short", "</TASK>", "ret_from_fork+0x22/0x30"},
+		{"another report inside", "stack backtrace:", "BUG: KASAN: use-after-free in siw_rtr_data_ready"},
+	} {
+		r := strings.Replace(report, c.old, c.new, 1)
+		if r == report {
+			t.Fatalf("%s: %q not in the report", c.name, c.old)
+		}
+		if got := CheckDmesg(before + r + after); len(got) == 0 {
+			t.Errorf("%s: no bad line", c.name)
+		}
+		if got := KnownInDmesg(before + r + after); len(got) != 0 {
+			t.Errorf("%s: known %q", c.name, got)
+		}
+	}
+	warn := "[   70.0] WARNING: CPU: 1 PID: 210 at kmod/qp.c:120 iwarp_qp_put+0x4a/0x60 [iwarp]"
+	if got := CheckDmesg(before + report + "\n" + warn + after); !slices.Equal(got, []string{warn}) {
+		t.Errorf("a warning after siw's report: bad %q", got)
+	}
+}
