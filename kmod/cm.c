@@ -224,7 +224,8 @@ static u32 iwarp_cm_event_reason(u32 type)
 
 /*
  * The owner's part of an event: queued on its /dev/iwarp file. Any
- * context; takes only the file's event lock (a leaf), so a caller may hold
+ * context: allocates with GFP_ATOMIC and takes the file's event lock and
+ * its wait queue's (waking readers), nothing else, so a caller may hold
  * conn->lock or tx_lock to order the event before what it does next.
  */
 static void iwarp_cm_event_queue(struct iwarp_conn *conn, u32 type, s32 status,
@@ -591,7 +592,7 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	mutex_unlock(&conn->ctx->lock);
 	/*
 	 * Nothing uses the socket any more: TCP finishes what is left of it
-	 * (sends what was queued, or resets with @abort) and its own timers
+	 * (sends what was queued; an abort has reset it) and its own timers
 	 * bound the orphan's last states (FIN_WAIT2: tcp_fin_timeout).
 	 */
 	spin_lock_irqsave(&conn->lock, flags);
@@ -608,18 +609,15 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 
 /* ----------------------------------------------------------- failures */
 
-void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
-		     const u8 *hdr, size_t hdr_len, u32 seg_len, bool received)
+bool iwarp_conn_fail_locked(struct iwarp_conn *conn, const struct iwp_term *term,
+			    const u8 *hdr, size_t hdr_len, u32 seg_len, bool received)
 {
 	struct iwarp_qp *qp = conn->qp;
-	unsigned long flags;
 	u32 code = 0;
 
-	spin_lock_irqsave(&conn->lock, flags);
-	if (READ_ONCE(qp->state) != IWARP_QP_STATE_RTS || conn->closing) {
-		spin_unlock_irqrestore(&conn->lock, flags);
-		return;
-	}
+	lockdep_assert_held(&conn->lock);
+	if (READ_ONCE(qp->state) != IWARP_QP_STATE_RTS || conn->closing)
+		return false;
 	if (term) {
 		code = iwarp_term_code(term);
 		if (received) {
@@ -651,11 +649,28 @@ void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 	if (!queue_delayed_work(iwarp_wq, &conn->linger_work,
 				msecs_to_jiffies(IWARP_CONN_LINGER_MS)))
 		iwarp_conn_put(conn);
-	spin_unlock_irqrestore(&conn->lock, flags);
-
 	pr_debug("qp %u: error, term %s %#x\n", qp->id, received ? "received" : "sent", code);
+	return true;
+}
+
+/* After iwarp_conn_fail_locked() failed the QP, with conn->lock dropped. */
+void iwarp_conn_failed(struct iwarp_conn *conn)
+{
 	iwarp_nl_notify_cm(conn, IWARP_EVENT_REASON_CM_ERROR);
 	iwarp_tx_kick(conn);
+}
+
+void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
+		     const u8 *hdr, size_t hdr_len, u32 seg_len, bool received)
+{
+	unsigned long flags;
+	bool failed;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	failed = iwarp_conn_fail_locked(conn, term, hdr, hdr_len, seg_len, received);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (failed)
+		iwarp_conn_failed(conn);
 }
 
 /* ---------------------------------------------------------- FPDU mode */
@@ -734,6 +749,12 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
 	write_lock_bh(&sk->sk_callback_lock);
 	conn->fpdu_mode = conn->hooked;
+	/*
+	 * A reset during the exchange found its callback, which keeps no
+	 * reason: kept here, before an engine's send consumes sk_err.
+	 */
+	if (conn->fpdu_mode && iwarp_sk_ended(READ_ONCE(sk->sk_state)))
+		cmpxchg(&conn->tcp_err, 0, READ_ONCE(sk->sk_err));
 	write_unlock_bh(&sk->sk_callback_lock);
 	if (!conn->fpdu_mode)
 		return -ECONNABORTED;	/* closed meanwhile (never hooked) */

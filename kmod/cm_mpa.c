@@ -913,7 +913,8 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		if (err != -ECONNREFUSED)
 			NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the connection failed while accepting");
 		WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
-		iwarp_conn_close(conn, true);
+		/* A refusal ends in order after its Reply, as a reject does. */
+		iwarp_conn_close(conn, err != -ECONNREFUSED);
 		err = err == -ECONNREFUSED ? err : -ECONNABORTED;
 	}
 	iwarp_conn_put(conn);

@@ -19,8 +19,9 @@
  *   reach the connection through sk_user_data only while hooked, under
  *   sk_callback_lock; iwarp_conn_close() unhooks before the index's
  *   reference goes.
- * - Teardown (iwarp_conn_close) is the reverse: shut the socket down (ends
- *   an accept's or reject's blocked Reply write), stop the setup work, take
+ * - Teardown (iwarp_conn_close) is the reverse: reset the stream (an
+ *   abortive close: tcp_abort()) and shut the socket down (ends an
+ *   accept's or reject's blocked Reply write), stop the setup work, take
  *   cm_lock (waits for an accept or reject in progress), unhook, stop the
  *   engines, flush the QP,
  *   unpublish, release the socket (TCP bounds what is left of it: orphaned
@@ -36,6 +37,8 @@
  * the ORQ and IRQ and the pending Terminate). sk_callback_lock is taken
  * alone, inside cm_lock (hooking; the switch to FPDU mode) or inside the
  * socket lock (TCP's callbacks); conn->lock may be taken inside it.
+ * A context's event lock (and its wait queue's, waking readers) is taken
+ * inside conn->lock and tx_lock, and nothing is taken inside it.
  * Nothing sleeps under conn->lock or sk_callback_lock. The transmit
  * engine runs under tx_lock; the receive engine under the socket lock
  * (softirq, or rx_work).
@@ -339,6 +342,15 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn);
  */
 void iwarp_conn_fail(struct iwarp_conn *conn, const struct iwp_term *term,
 		     const u8 *hdr, size_t hdr_len, u32 seg_len, bool received);
+/*
+ * The same in two parts, for a caller that completes work in error under
+ * conn->lock: the QP fails (its event queued) before the completion is
+ * posted. True if it did; then iwarp_conn_failed() once the lock is
+ * dropped.
+ */
+bool iwarp_conn_fail_locked(struct iwarp_conn *conn, const struct iwp_term *term,
+			    const u8 *hdr, size_t hdr_len, u32 seg_len, bool received);
+void iwarp_conn_failed(struct iwarp_conn *conn);
 
 /* tx.c */
 void iwarp_tx_work(struct work_struct *work);

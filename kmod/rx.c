@@ -91,6 +91,7 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	/* Entries the application posted; pairs with its release store of head. */
 	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
 	u32 i, total = 0;
+	int err;
 
 	if (head == conn->rq_next || head - READ_ONCE(qp->rq.ctrl->tail) > qp->rq.entries)
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
@@ -114,10 +115,14 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	conn->rqe_len = total;
 	return 0;
 bad:
-	/* A local error: the receive completes in error, the QP fails. */
+	/*
+	 * A local error: the QP fails, then the receive completes in error
+	 * (the event first: an owner that polls the completion reads why).
+	 */
+	err = iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC,
+				 IWP_RDMAP_EC_LOCAL);
 	iwarp_rx_rqe_end(conn, IWARP_WC_LOC_PROT_ERR);
-	return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC,
-				  IWP_RDMAP_EC_LOCAL);
+	return err;
 }
 
 /* Places @len octets at message offset @mo of the current RQE. */
@@ -255,9 +260,10 @@ static int iwarp_rx_send(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, u3
 					  IWP_DDP_EC_UT_INV_MO);
 	}
 	if (plen > conn->rqe_len - m->mo) {
+		err = iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
+					 IWP_DDP_EC_UT_TOO_LONG);
 		iwarp_rx_rqe_end(conn, IWARP_WC_LOC_LEN_ERR);
-		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
-					  IWP_DDP_EC_UT_TOO_LONG);
+		return err;
 	}
 	conn->rx_mo = m->mo;
 	conn->rx_target = IWARP_RXT_RQE;
@@ -397,10 +403,11 @@ static int iwarp_rx_place(struct iwarp_conn *conn, u32 off, const u8 *p, u32 len
 		err = iwarp_rx_rqe_place(conn, conn->rx_mo + off, p, len);
 		if (err) {
 			/* The receive buffer went away meanwhile: a local error. */
+			err = iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP,
+						 IWP_RDMAP_ET_CATASTROPHIC,
+						 IWP_RDMAP_EC_LOCAL);
 			iwarp_rx_rqe_end(conn, IWARP_WC_LOC_PROT_ERR);
-			return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP,
-						  IWP_RDMAP_ET_CATASTROPHIC,
-						  IWP_RDMAP_EC_LOCAL);
+			return err;
 		}
 		break;
 	default:
@@ -639,6 +646,7 @@ static int iwarp_rx_atomic_resp(struct iwarp_conn *conn, const struct iwp_rx_ev 
 	struct iwarp_swqe *e;
 	unsigned long flags;
 	u64 orig = a->orig;
+	bool failed = false;
 	int err;
 
 	/*
@@ -659,16 +667,28 @@ static int iwarp_rx_atomic_resp(struct iwarp_conn *conn, const struct iwp_rx_ev 
 			    o->sink_to, &orig, sizeof(orig), true);
 	e = &conn->swq[o->sq_idx & (conn->qp->sq.entries - 1)];
 	e->imm = a->orig;
-	if (err)
+	if (err) {
+		struct iwp_term t;
+
+		/*
+		 * The result buffer went away meanwhile: a local error. The
+		 * QP fails (its event queued) before the completion is posted.
+		 */
+		iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_LOCAL);
+		failed = iwarp_conn_fail_locked(conn, &t, NULL, 0, 0, false);
 		e->status = IWARP_WC_LOC_PROT_ERR;
+	}
 	e->done = 1;
 	conn->orq_head++;
 	iwarp_sq_complete(conn);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	conn->aresp_msn++;
-	if (err)	/* the result buffer went away meanwhile: a local error */
-		return iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC,
-					  IWP_RDMAP_EC_LOCAL);
+	if (err) {
+		if (failed)
+			iwarp_conn_failed(conn);
+		conn->rx_bad = true;
+		return -EBADMSG;
+	}
 	iwarp_tx_kick(conn);	/* an ORD slot is free */
 	return 0;
 }
@@ -748,10 +768,12 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *end)
 		if (m->opcode == IWP_OP_SEND_INV || m->opcode == IWP_OP_SEND_SE_INV) {
 			/* RDMAP-8: invalidate after placement, same PD only */
 			if (iwarp_mr_invalidate(m->inv_stag, conn->qp->pd, true)) {
+				int err = iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP,
+							     IWP_RDMAP_ET_PROT,
+							     IWP_RDMAP_EC_CANT_INVALIDATE);
+
 				iwarp_rx_rqe_end(conn, IWARP_WC_REM_ACCESS_ERR);
-				return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP,
-							  IWP_RDMAP_ET_PROT,
-							  IWP_RDMAP_EC_CANT_INVALIDATE);
+				return err;
 			}
 		}
 		conn->rq_msn++;
@@ -774,6 +796,9 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *end)
 	case IWP_OP_TERMINATE: {
 		struct iwp_term t;
 
+		/* rx_fpdus counts this one: one came before it. */
+		if (conn->stats.rx_fpdus > 1)
+			iwp_term_not_first(&m->u.term);
 		iwarp_rx_log_term(conn, &m->u.term);
 		iwp_term_set(&t, m->u.term.layer, m->u.term.etype, m->u.term.ecode);
 		conn->rx_bad = true;

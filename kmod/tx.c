@@ -939,6 +939,15 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			/* reused only once TCP let go of it */
 			iwarp_tx_buf_retire(conn);
 			iwarp_tx_term_give_up(conn);
+			/*
+			 * TCP ended (a reset, a peer that stopped answering:
+			 * its state change kept why and queued the close), or
+			 * a close is under way: the close flushes after its
+			 * DISCONNECTED with TCP's reason. Else the QP fails
+			 * here, without a Terminate (QP_ERROR, -EPIPE).
+			 */
+			if (READ_ONCE(conn->tcp_err) || READ_ONCE(conn->closing))
+				return;
 			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
 		}
 		if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS) {

@@ -489,8 +489,11 @@ func (qp *QP) Disconnect(abort bool) error {
 
 // Err returns nil while the QP's connection (if any) is healthy, else why it
 // ended: a *TerminateError (errors.Is ErrTerminated) for a Terminate sent or
-// received (Sent says which), or
-// ErrDisconnected. It first reads the events already pending if no other
+// received (Sent says which); ErrDisconnected, wrapping TCP's errno when TCP
+// gave up or was reset (syscall.ECONNRESET, ETIMEDOUT...); or ErrLocalQP
+// wrapping syscall.EPIPE when the QP failed on this side without a
+// Terminate. Once a completion with an error status has been polled, Err
+// says why. It first reads the events already pending if no other
 // goroutine is reading the context's events (one non-blocking read()).
 func (qp *QP) Err() error {
 	c := qp.ctx

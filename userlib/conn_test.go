@@ -415,6 +415,24 @@ func TestQPErrAndDisconnect(t *testing.T) {
 	if err := qb.Err(); !errors.Is(err, ErrDisconnected) || !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("qb.Err: %v", err)
 	}
+	// A Terminate this side sent (-EPROTO), one it received (-ECONNRESET),
+	// and a QP that failed without one (-EPIPE): a local error, replaced
+	// by nothing later.
+	qs, qr, ql := newTestQP(t, c), newTestQP(t, c), newTestQP(t, c)
+	b = cmEvent(netlinkproto.EventQPError, uint64(qs.ID()), 0, -int32(syscall.EPROTO), term, netip.AddrPort{}, nil)
+	b = append(b, cmEvent(netlinkproto.EventQPError, uint64(qr.ID()), 0, -int32(syscall.ECONNRESET), term, netip.AddrPort{}, nil)...)
+	b = append(b, cmEvent(netlinkproto.EventQPError, uint64(ql.ID()), 0, -int32(syscall.EPIPE), 0, netip.AddrPort{}, nil)...)
+	b = append(b, cmEvent(netlinkproto.EventDisconnected, uint64(ql.ID()), 0, -int32(syscall.ETIMEDOUT), 0, netip.AddrPort{}, nil)...)
+	w.Write(b)
+	if err := qs.Err(); !errors.As(err, &te) || !te.Sent || !errors.Is(err, ErrTerminated) {
+		t.Fatalf("qs.Err: %v", err)
+	}
+	if err := qr.Err(); !errors.As(err, &te) || te.Sent || !errors.Is(err, ErrTerminated) {
+		t.Fatalf("qr.Err: %v", err)
+	}
+	if err := ql.Err(); !errors.Is(err, ErrLocalQP) || !errors.Is(err, syscall.EPIPE) || errors.As(err, &te) {
+		t.Fatalf("ql.Err: %v", err)
+	}
 
 	// A QP that goes down while Dial waits ends the Dial.
 	qc := newTestQP(t, c)

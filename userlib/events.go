@@ -201,6 +201,12 @@ func (qp *QP) noteError(ev *event) {
 		if qp.cmErr != nil && !errors.Is(qp.cmErr, ErrDisconnected) {
 			return
 		}
+		if ev.Status == -int32(syscall.EPIPE) {
+			// No Terminate: the QP failed on this side (its transmit
+			// found the stream gone, or had no memory to frame in).
+			err = fmt.Errorf("%w: %w", ErrLocalQP, syscall.EPIPE)
+			break
+		}
 		te := DecodeTerm(ev.Term)
 		te.Sent = ev.Status == -int32(syscall.EPROTO)
 		te.Err = ErrTerminated

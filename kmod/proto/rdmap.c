@@ -261,3 +261,24 @@ void iwp_term_parse(const u8 *p, size_t len, struct iwp_term_msg *t)
 		t->rdma_len = IWP_TERM_RDMA_SIZE;
 	}
 }
+
+/*
+ * A Terminate that is not the peer's first FPDU: LLP "insufficient IRD"
+ * and "no matching RTR" (RFC 6581) answer the MPA exchange as the first
+ * FPDU, so octets that read so in the RFC 5040 layout, carry no header
+ * flag in either layout and read validly in siw's nibble-swapped one are
+ * siw's: RDMAP remote operation 0x06 (unexpected opcode) or 0x07
+ * (catastrophic, stream), which siw sends without headers.
+ */
+void iwp_term_not_first(struct iwp_term_msg *t)
+{
+	const u8 *p = t->raw;
+
+	if (t->swapped || t->truncated || t->layer != IWP_LAYER_LLP ||
+	    t->etype != IWP_LLP_ET_MPA ||
+	    (t->ecode != IWP_LLP_EC_IRD && t->ecode != IWP_LLP_EC_NO_RTR) ||
+	    p[2] || p[3] || !iwp_term_code_valid(p[0] & 0xf, p[0] >> 4, p[1]))
+		return;
+	t->swapped = 1;
+	iwp_term_decode_ctrl(p, true, t);
+}

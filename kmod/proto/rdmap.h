@@ -45,6 +45,7 @@ void iwp_term_prepare(struct iwp_term_msg *t, const struct iwp_term *err,
 int iwp_term_len(const struct iwp_term_msg *t);
 int iwp_term_build(const struct iwp_term_msg *t, u8 *buf, size_t cap);
 void iwp_term_parse(const u8 *p, size_t len, struct iwp_term_msg *t);
+void iwp_term_not_first(struct iwp_term_msg *t);
 bool iwp_term_code_valid(u8 layer, u8 etype, u8 ecode);
 
 #endif /* IWP_RDMAP_H */

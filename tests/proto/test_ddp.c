@@ -197,6 +197,38 @@ static void t_terminate_layouts(void)
 			tc_fail(&c, "siw terminate with flags: swapped %u layer %u m %u d %u len %u",
 				p.swapped, p.layer, p.m, p.d, p.ddp_len);
 	}
+	/*
+	 * siw's headerless opcode Terminate (RDMAP/2/0x06, swapped: 20 06 00
+	 * 00) reads as LLP/MPA insufficient IRD, which only a first FPDU
+	 * can be: once FPDUs came, siw's reading. A real LLP code stays.
+	 */
+	{
+		static const u8 siw_op[4] = { 0x20, 0x06, 0x00, 0x00 };
+		static const u8 siw_cat[4] = { 0x20, 0x07, 0x00, 0x00 };
+		static const u8 llp_crc[4] = { 0x20, 0x02, 0x00, 0x00 };
+		static const u8 llp_ird_m[4] = { 0x20, 0x06, 0x80, 0x00 };
+		struct iwp_term_msg p;
+
+		iwp_term_parse(siw_op, 4, &p);
+		if (p.swapped || p.layer != 2 || p.etype != 0 || p.ecode != 6)
+			tc_fail(&c, "first FPDU: LLP insufficient IRD");
+		iwp_term_not_first(&p);
+		if (!p.swapped || p.layer != 0 || p.etype != 2 || p.ecode != 6 || p.m || p.d || p.r)
+			tc_fail(&c, "later: siw's unexpected opcode, got %u/%u/%u", p.layer, p.etype,
+				p.ecode);
+		iwp_term_parse(siw_cat, 4, &p);
+		iwp_term_not_first(&p);
+		if (!p.swapped || p.layer != 0 || p.etype != 2 || p.ecode != 7)
+			tc_fail(&c, "later: siw's catastrophic stream");
+		iwp_term_parse(llp_crc, 4, &p);
+		iwp_term_not_first(&p);
+		if (p.swapped || p.layer != 2 || p.ecode != 2)
+			tc_fail(&c, "later: LLP CRC stays");
+		iwp_term_parse(llp_ird_m, 4, &p);
+		iwp_term_not_first(&p);
+		if (p.swapped || p.layer != 2 || p.ecode != 6)
+			tc_fail(&c, "later: a flag set in the RFC layout keeps it");
+	}
 	/* truncation never fails, never reads beyond */
 	{
 		u8 full[4 + 2 + 18 + 28] = { 0x12, 0x02, 0xe0, 0x00, 0x00, 0x10, 0x41 };

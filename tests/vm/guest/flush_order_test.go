@@ -19,13 +19,16 @@ import (
 // flush as its window to find Err still nil.
 const flushOrderRecvs = 64
 
+// flushOrderWrites 4 KiB Writes are posted before a reset (SQ of 256).
+const flushOrderWrites = 192
+
 // TestFlushedThenErr checks the order an application relies on to tell
 // why its work failed: once it polled a completion with an error status,
 // QP.Err already says why the QP went to error. Each round ends a fresh
-// connection one way (the peer resets it, this side disconnects, a
-// Terminate: the side that sends it and the side that receives it) while
-// the side under test busy-polls its CQ, and asks Err at the first error
-// completion. Before the kernel queued its event ahead of the flush,
+// connection one way (the peer resets it, with or without Writes in
+// flight; this side disconnects; a Terminate, on the side that sends it
+// and on the side that receives it) while the side under test busy-polls
+// its CQ, and asks Err at the first error completion. Before the kernel queued its event ahead of the flush,
 // DISCONNECTED came after the flushed completions and Err could be nil.
 func TestFlushedThenErr(t *testing.T) {
 	tp := newTopology(t)
@@ -39,6 +42,20 @@ func TestFlushedThenErr(t *testing.T) {
 			func(err error) bool {
 				return errors.Is(err, userlib.ErrDisconnected) && errors.Is(err, syscall.ECONNRESET)
 			}},
+		// Writes in flight when the reset comes: a transmit that fails
+		// leaves the QP to the close, which says why.
+		{"peer-reset-while-writing", func(a, b *rdmaEnd) error {
+			for i := 0; i < flushOrderWrites; i++ {
+				err := a.qp.PostSend(userlib.SendWR{WRID: 1<<32 | uint64(i), Op: userlib.OpWrite,
+					SGEs: []userlib.SGE{a.mr.SGE(0, 4096)}, RemoteAddr: b.mr.Addr(), RKey: b.mr.STag()})
+				if err != nil {
+					return err
+				}
+			}
+			return b.qp.Disconnect(true)
+		}, func(err error) bool {
+			return errors.Is(err, userlib.ErrDisconnected) && errors.Is(err, syscall.ECONNRESET)
+		}},
 		{"own-disconnect", func(a, b *rdmaEnd) error { return a.qp.Disconnect(false) },
 			func(err error) bool { return errors.Is(err, userlib.ErrDisconnected) }},
 		{"terminate-sent", func(a, b *rdmaEnd) error { return badWrite(b, a) },

@@ -31,13 +31,11 @@ const (
 	// layout": layer in the low nibble of the first octet, etype in the
 	// high one) with no header attached (none for an opcode error, so M,
 	// D and R are 0): these are the control octets as iwarp logs them.
+	// Read as RFC 5040 they are a valid code too, LLP/MPA/0x06
+	// (insufficient IRD), but that one only answers an MPA exchange as
+	// the peer's first FPDU: a later Terminate is read in siw's layout
+	// (kmod/proto/rdmap.c, iwp_term_not_first()).
 	siwTermOpcodeCtrl = "control 20060000 M 0 D 0 R 0"
-	// What iwarp reports for those octets: read as RFC 5040 they are a
-	// valid code too, LLP/MPA/0x06 (insufficient IRD resources), and
-	// iwarp's lenient parser takes the RFC 5040 reading whenever it is
-	// valid (kmod/proto/rdmap.c, iwp_term_parse()). See the note in
-	// docs/INTEROP.md.
-	iwarpReadsSiwTermOpcode = 0x2006
 
 	siwUnknownOpcodeLog = "siw: received unknown packet type"
 	siwGotTermLog       = "siw: got TERMINATE"
@@ -316,9 +314,9 @@ func siwGateForced(t *testing.T, st *SiwTopology, mon *collector, op string) {
 	if carrier == nil {
 		t.Fatal("no completion carries siw's Terminate")
 	}
-	if carrier.Status == userlib.StatusSuccess || carrier.Term != iwarpReadsSiwTermOpcode {
-		t.Fatalf("the completion carrying the Terminate: %+v (%v), want an error with Term %#04x (siw's %#04x in its layout)",
-			*carrier, carrier.Err(), iwarpReadsSiwTermOpcode, siwTermOpcode)
+	if carrier.Status == userlib.StatusSuccess || carrier.Term != siwTermOpcode {
+		t.Fatalf("the completion carrying the Terminate: %+v (%v), want an error with Term %#04x",
+			*carrier, carrier.Err(), siwTermOpcode)
 	}
 	switch {
 	case op == "fetchadd" && forced.WRID != opWRGated:
@@ -337,16 +335,16 @@ func siwGateForced(t *testing.T, st *SiwTopology, mon *collector, op string) {
 	// the flush it explains).
 	var te *userlib.TerminateError
 	qerr := g.qp.Err()
-	if !errors.As(qerr, &te) || te.Sent || !isTerm(qerr, iwarpReadsSiwTermOpcode) {
-		t.Fatalf("QP error %v, want a Terminate %#04x received", qerr, iwarpReadsSiwTermOpcode)
+	if !errors.As(qerr, &te) || te.Sent || !isTerm(qerr, siwTermOpcode) {
+		t.Fatalf("QP error %v, want a Terminate %#04x received", qerr, siwTermOpcode)
 	}
 	ev := mon.wait(t, "cm-error", func(ev ctl.Event) bool {
 		return ev.Reason == ctl.ReasonCMError && ev.CM != nil && ev.CM.Peer.Port() == uint16(g.port)
 	})
 	if tr := ev.CM.TermRcvd; tr == nil || ev.CM.TermSent != nil ||
-		uint32(tr.Layer)<<12|uint32(tr.EType)<<8|uint32(tr.ECode) != iwarpReadsSiwTermOpcode {
+		uint32(tr.Layer)<<12|uint32(tr.EType)<<8|uint32(tr.ECode) != siwTermOpcode {
 		t.Fatalf("cm-error event: received %v, sent %v; want %#04x received, none sent",
-			ev.CM.TermRcvd, ev.CM.TermSent, iwarpReadsSiwTermOpcode)
+			ev.CM.TermRcvd, ev.CM.TermSent, siwTermOpcode)
 	}
 
 	// siw ends: its receives flushed, its memory untouched.
