@@ -6,7 +6,7 @@
 #   veth:     namespaces bl and br joined by a veth pair (MTU 1500)
 #   loopback: one namespace bo with a dummy device (the loopback path)
 # Every measurement is one block on stdout, parsed by the host:
-#   @@run topo=T impl=tcp|ours|siw op=write|read|send size=N crc=on|off metric=bw|lat
+#   @@run topo=T impl=tcp|ours|siw op=tcp|write|read|send|atomic size=N crc=on|off metric=bw|lat
 #   ...the tool's own output...
 #   @@end rc=N
 # Environment: IWARP_REPO; IWARP_SIW_DEFAULT and IWARP_SIW_CRC (siw.ko as
@@ -30,6 +30,9 @@ else
 fi
 bw_sizes="4096 65536 1048576"
 lat_sizes="8 4096"
+# An atomic's operand (RFC 7306 FetchAdd): its row's TCP anchor is the
+# sockperf run of lat_sizes at this size.
+atomic_size=8
 
 iters_for() { n=$((bw_bytes / $1)); [ "$n" -lt 16 ] && n=16; echo "$n"; }
 
@@ -253,12 +256,17 @@ run_rows() {
 				[ "$3" = 1 ] && siw_bw "$1" $op "$sz" "$2"
 			done
 		done
-		for op in write send; do
+		# Write and Send: half a round trip; Read: the whole Read
+		# (ib_read_lat's figure too).
+		for op in write read send; do
 			for sz in $lat_sizes; do
 				ours_lat "$1" $op "$sz" "$2"
 				[ "$3" = 1 ] && siw_lat "$1" $op "$sz" "$2"
 			done
 		done
+		# FetchAdd, the whole round trip: ours alone, siw implements
+		# no RFC 7306 operation.
+		ours_lat "$1" atomic "$atomic_size" "$2"
 		r=$((r + 1))
 	done
 }

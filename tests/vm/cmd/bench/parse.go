@@ -68,7 +68,8 @@ func parseRuns(out string) (runs []benchRun, notes []string, err error) {
 }
 
 // value extracts the figure of a run: Gb/s for bandwidth, µs (median,
-// half round trip for write and send) for latency.
+// half round trip for write and send, whole round trip for read and
+// atomic: wholeRoundTrip) for latency.
 func (r *benchRun) value() (float64, error) {
 	if r.rc != 0 {
 		return 0, fmt.Errorf("exit status %d: %s", r.rc, lastLines(r.client+r.server, 3))
@@ -170,7 +171,9 @@ func oursValue(s, metric string) (float64, error) {
 }
 
 // perftestValue reads perftest's report: BW average [Gb/sec] (benchRun with
-// --report_gbits) or t_typical [usec], from the row under the header.
+// --report_gbits) or t_typical [usec], from the row under the header. The
+// latency tools share one table (ib_read_lat's t_typical is the whole
+// Read, ib_write_lat's and ib_send_lat's half a round trip).
 func perftestValue(s, metric string) (float64, error) {
 	col, key := 3, "BW average"
 	if metric == "lat" {
@@ -198,7 +201,8 @@ func perftestValue(s, metric string) (float64, error) {
 // Row is one line of the table and of bench/results.json. Each figure is
 // the median of the rounds that measured it (Rounds: the larger count of
 // ours and of siw's that succeeded; the rounds alternate ours and siw, so
-// both see the same stretch of the boot).
+// both see the same stretch of the boot). A figure not measured is null:
+// Siw always in atomic rows (siwImplements).
 type Row struct {
 	Topo   string   `json:"topo"`
 	Op     string   `json:"op"`
@@ -210,6 +214,18 @@ type Row struct {
 	TCP    *float64 `json:"tcp"`
 	Unit   string   `json:"unit"`
 	Rounds int      `json:"rounds"`
+}
+
+// wholeRoundTrip tells the latency rows whose figures are whole round
+// trips (a Read, a FetchAdd: request and response, as ib_read_lat reports
+// it) rather than half a ping-pong's (Write, Send; sockperf's median).
+func wholeRoundTrip(op string) bool {
+	return op == "read" || op == "atomic"
+}
+
+// siwImplements tells the operations siw has: none of RFC 7306's.
+func siwImplements(op string) bool {
+	return op != "atomic"
 }
 
 // median of vs (nil for none): the middle value, or the mean of the two
@@ -284,10 +300,15 @@ func rows(runs []benchRun) ([]Row, []error) {
 		row.Ours, row.Siw = median(e.ours), median(e.siw)
 		row.Rounds = max(len(e.ours), len(e.siw))
 		row.TCP = median(tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)])
+		if row.TCP != nil && row.Metric == "lat" && wholeRoundTrip(row.Op) {
+			// sockperf's round trip, as the row's other figures.
+			rt := 2 * *row.TCP
+			row.TCP = &rt
+		}
 		out = append(out, row)
 	}
 	metricRank := map[string]int{"bw": 0, "lat": 1}
-	opRank := map[string]int{"write": 0, "read": 1, "send": 2}
+	opRank := map[string]int{"write": 0, "read": 1, "send": 2, "atomic": 3}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		switch {
@@ -334,15 +355,25 @@ func sizeText(n int) string {
 }
 
 // table formats the rows. For latency lower is better, so the ratios are
-// still ours/other: below 1 means ours is faster.
+// still ours/other: below 1 means ours is faster. A figure missing is "-"
+// (not measured, or every run failed), siw's in a row of an operation siw
+// does not implement "n/a", and so its ratio, explained under the table.
 func table(rs []Row) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-9s %-5s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
+	na := false
+	fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
 		"TOPO", "OP", "SIZE", "CRC", "KIND", "OURS", "SIW", "TCP", "OURS/SIW", "OURS/TCP", "UNIT")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "%-9s %-5s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
-			r.Topo, r.Op, sizeText(r.Size), r.CRC, r.Metric, figure(r.Ours), figure(r.Siw), figure(r.TCP),
-			ratio(r.Ours, r.Siw), ratio(r.Ours, r.TCP), r.Unit)
+		siw, oursSiw := figure(r.Siw), ratio(r.Ours, r.Siw)
+		if r.Siw == nil && !siwImplements(r.Op) {
+			siw, oursSiw, na = "n/a", "n/a", true
+		}
+		fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
+			r.Topo, r.Op, sizeText(r.Size), r.CRC, r.Metric, figure(r.Ours), siw, figure(r.TCP),
+			oursSiw, ratio(r.Ours, r.TCP), r.Unit)
+	}
+	if na {
+		b.WriteString("n/a: siw implements no RFC 7306 operation (atomic: FetchAdd)\n")
 	}
 	return b.String()
 }

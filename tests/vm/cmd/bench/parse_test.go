@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,10 +106,13 @@ func TestRows(t *testing.T) {
 		}
 	}
 	tab := table(rs)
-	if !strings.Contains(tab, "veth      write 64K   off  bw       1.500     0.290     2.000      5.17      0.75 Gb/s") {
+	if strings.Contains(tab, "n/a") {
+		t.Errorf("n/a without an atomic row:\n%s", tab)
+	}
+	if !strings.Contains(tab, "veth      write  64K   off  bw       1.500     0.290     2.000      5.17      0.75 Gb/s") {
 		t.Errorf("table:\n%s", tab)
 	}
-	if !strings.Contains(tab, "veth      write 8     off  lat     30.500    33.050    24.400      0.92      1.25 us") {
+	if !strings.Contains(tab, "veth      write  8     off  lat     30.500    33.050    24.400      0.92      1.25 us") {
 		t.Errorf("table:\n%s", tab)
 	}
 }
@@ -172,5 +176,156 @@ func TestMedian(t *testing.T) {
 	}
 	if median(nil) != nil {
 		t.Error("median of nothing is not nil")
+	}
+}
+
+// ib_read_lat's client output (perftest 4.5 with -R on siw): the report is
+// the latency table of ib_write_lat, its t_typical the whole Read. Its
+// server prints the banner and no report.
+const readLatClient = `---------------------------------------------------------------------------------------
+                    RDMA_Read Latency Test
+ Dual-port       : OFF		Device         : siw0
+ Number of qps   : 1		Transport type : IW
+ Connection type : RC		Using SRQ      : OFF
+ PCIe relax order: OFF
+ ibv_wr* API     : OFF
+ TX depth        : 1
+ Mtu             : 1024[B]
+ Link type       : Ethernet
+ GID index       : 0
+ Outstand reads  : 16
+ rdma_cm QPs	 : ON
+ Data ex. method : rdma_cm
+---------------------------------------------------------------------------------------
+ local address: LID 0000 QPN 0x0001 PSN 0x3e7b1c
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:09:00:01
+ remote address: LID 0000 QPN 0x0001 PSN 0x95a0d2
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:09:00:02
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 8       1000          48.21          412.77       55.30   	       57.12     	12.40		98.51 		412.77
+---------------------------------------------------------------------------------------
+`
+
+const readLatServer = `---------------------------------------------------------------------------------------
+                    RDMA_Read Latency Test
+ Number of qps   : 1		Transport type : IW
+---------------------------------------------------------------------------------------
+ local address: LID 0000 QPN 0x0001 PSN 0x95a0d2
+---------------------------------------------------------------------------------------
+`
+
+func TestPerftestReadLat(t *testing.T) {
+	r := benchRun{impl: "siw", op: "read", metric: "lat", size: 8, client: readLatClient, server: readLatServer}
+	if v, err := r.value(); err != nil || v != 55.30 {
+		t.Fatalf("ib_read_lat: %v, %v; want t_typical 55.30", v, err)
+	}
+	// The server's banner alone is no figure.
+	r = benchRun{impl: "siw", op: "read", metric: "lat", client: readLatServer}
+	if v, err := r.value(); err == nil {
+		t.Fatalf("banner without a report: %v, want an error", v)
+	}
+}
+
+// sockperf's output with the given median, for the TCP latency anchors.
+func sockperfOut(median string) string {
+	return "sockperf: == version #3.7-no.git ==\n" +
+		"sockperf: ---> percentile 75.000 =   99.000\n" +
+		"sockperf: ---> percentile 50.000 =   " + median + "\n" +
+		"sockperf: ---> <MIN> observation =   1.000\n"
+}
+
+// Read and atomic latency rows: Read measured by both, atomic by ours only
+// (siw has no RFC 7306 operation: its figure is null, shown as n/a), and
+// the TCP anchor of both as a round trip, as their figures are.
+func TestLatencyRows(t *testing.T) {
+	block := func(header, client, server string) string {
+		return "@@run " + header + "\n" + client + "@@server\n" + server + "@@end rc=0\n"
+	}
+	ours := func(p50 string) string {
+		return `{"role":"client","mode":"x_lat","lat_us":{"min":1,"p50":` + p50 + `,"p99":200,"avg":70}}` + "\n"
+	}
+	readLat4K := strings.Replace(readLatClient, " 8       1000          48.21          412.77       55.30",
+		" 4096    1000          90.00          500.10       120.50", 1)
+	out := "@@topo veth\n" +
+		block("topo=veth impl=tcp op=tcp size=8 crc=off metric=lat", sockperfOut("24.400"), "") +
+		block("topo=veth impl=tcp op=tcp size=4096 crc=off metric=lat", sockperfOut("40.000"), "")
+	for range 3 { // three rounds, alike
+		for _, crc := range []string{"off", "on"} {
+			out += block("topo=veth impl=ours op=write size=8 crc="+crc+" metric=lat", ours("26"), "") +
+				block("topo=veth impl=siw op=write size=8 crc="+crc+" metric=lat", strings.Replace(readLatClient, "55.30", "27.00", 1), "") +
+				block("topo=veth impl=ours op=read size=8 crc="+crc+" metric=lat", ours("50"), `{"role":"server"}`+"\n") +
+				block("topo=veth impl=siw op=read size=8 crc="+crc+" metric=lat", readLatClient, readLatServer) +
+				block("topo=veth impl=ours op=read size=4096 crc="+crc+" metric=lat", ours("100"), "") +
+				block("topo=veth impl=siw op=read size=4096 crc="+crc+" metric=lat", readLat4K, readLatServer) +
+				block("topo=veth impl=ours op=atomic size=8 crc="+crc+" metric=lat", ours("45"), "")
+		}
+	}
+	// siw's CRC build missing: an implemented operation without its
+	// figure is "-", not n/a.
+	out += "@@note siw (CRC build) unavailable on loopback\n" +
+		block("topo=loopback impl=tcp op=tcp size=8 crc=off metric=lat", sockperfOut("25.000"), "") +
+		block("topo=loopback impl=ours op=read size=8 crc=on metric=lat", ours("52"), "") +
+		block("topo=loopback impl=ours op=atomic size=8 crc=on metric=lat", ours("47"), "") +
+		"@@done\n"
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	f := func(v *float64) string {
+		if v == nil {
+			return "nil"
+		}
+		return strconv.FormatFloat(*v, 'f', -1, 64)
+	}
+	want := []string{
+		"veth write 8 off ours=26 siw=27 tcp=24.4 rounds=3",
+		"veth write 8 on ours=26 siw=27 tcp=24.4 rounds=3",
+		"veth read 8 off ours=50 siw=55.3 tcp=48.8 rounds=3",
+		"veth read 4096 off ours=100 siw=120.5 tcp=80 rounds=3",
+		"veth read 8 on ours=50 siw=55.3 tcp=48.8 rounds=3",
+		"veth read 4096 on ours=100 siw=120.5 tcp=80 rounds=3",
+		"veth atomic 8 off ours=45 siw=nil tcp=48.8 rounds=3",
+		"veth atomic 8 on ours=45 siw=nil tcp=48.8 rounds=3",
+		"loopback read 8 on ours=52 siw=nil tcp=50 rounds=1",
+		"loopback atomic 8 on ours=47 siw=nil tcp=50 rounds=1",
+	}
+	var got []string
+	for _, r := range rs {
+		if r.Metric != "lat" || r.Unit != "us" {
+			t.Errorf("row %+v: not a latency row in us", r)
+		}
+		got = append(got, strings.Join([]string{r.Topo, r.Op, strconv.Itoa(r.Size), r.CRC,
+			"ours=" + f(r.Ours), "siw=" + f(r.Siw), "tcp=" + f(r.TCP), "rounds=" + strconv.Itoa(r.Rounds)}, " "))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	tab := table(rs)
+	for _, l := range []string{
+		"veth      read   8     off  lat     50.000    55.300    48.800      0.90      1.02 us",
+		"veth      read   4K    on   lat        100       120    80.000      0.83      1.25 us",
+		"veth      atomic 8     off  lat     45.000       n/a    48.800       n/a      0.92 us",
+		"loopback  read   8     on   lat     52.000         -    50.000         -      1.04 us",
+		"loopback  atomic 8     on   lat     47.000       n/a    50.000       n/a      0.94 us",
+		"n/a: siw implements no RFC 7306 operation (atomic: FetchAdd)",
+	} {
+		if !strings.Contains(tab, l+"\n") {
+			t.Errorf("no line %q in the table:\n%s", l, tab)
+		}
+	}
+
+	// JSON: the same shape as every row, null where not measured.
+	b, err := json.Marshal(rs[6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := `{"topo":"veth","op":"atomic","size":8,"crc":"off","metric":"lat","ours":45,"siw":null,"tcp":48.8,"unit":"us","rounds":3}`; string(b) != w {
+		t.Errorf("JSON %s, want %s", b, w)
 	}
 }
