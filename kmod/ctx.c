@@ -125,7 +125,8 @@ int iwarp_ctx_queue_event(struct iwarp_ctx *ctx, const struct iwarp_event *ev,
 	spin_lock_irqsave(&ctx->ev_lock, flags);
 	if (ctx->ev_dead) {
 		err = -ESHUTDOWN;
-	} else if (ctx->nevents >= IWARP_CTX_MAX_EVENTS) {
+	} else if (ctx->nevents >= IWARP_CTX_MAX_EVENTS &&
+		   ev->type != IWARP_EVENT_QP_ERROR && ev->type != IWARP_EVENT_DISCONNECTED) {
 		ctx->lost++;
 		err = -ENOSPC;
 	} else {

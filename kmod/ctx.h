@@ -32,7 +32,12 @@ struct pid;
 
 /* Per-context id ranges (PD and CQ ids are per context). */
 #define IWARP_CTX_MAX_ID	0xffffffU
-/* Events queued and not yet read; beyond this they are dropped and counted. */
+/*
+ * Events queued and not yet read; beyond this they are dropped and counted,
+ * except a QP's QP_ERROR and DISCONNECTED (one each at most per QP, whose
+ * number is bounded): the owner of a flushed completion always learns why,
+ * however many connection requests a peer made it leave unread.
+ */
 #define IWARP_CTX_MAX_EVENTS	4096U
 
 struct iwarp_ctx {

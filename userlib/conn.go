@@ -494,7 +494,8 @@ func (qp *QP) Disconnect(abort bool) error {
 // wrapping syscall.EPIPE when the QP failed on this side without a
 // Terminate. Once a completion with an error status has been polled, Err
 // says why. It first reads the events already pending if no other
-// goroutine is reading the context's events (one non-blocking read()).
+// goroutine is reading the context's events (read() until none is left,
+// never waiting).
 func (qp *QP) Err() error {
 	c := qp.ctx
 	if err := c.readPending(); err != nil && qp.dead.Load() {

@@ -153,9 +153,9 @@ func (c *Context) waitEvent(ctx context.Context, take func(*event) bool, check f
 	}
 }
 
-// readPending reads and dispatches the events already there, without
-// waiting, if no other goroutine is reading the file; otherwise that one
-// delivers them.
+// readPending reads and dispatches the events already there, all of them
+// (read() after read() until none is left), without waiting, if no other
+// goroutine is reading the file; otherwise that one delivers them.
 func (c *Context) readPending() error {
 	if c.dead.Load() {
 		return ErrClosed
@@ -166,6 +166,17 @@ func (c *Context) readPending() error {
 		return nil
 	}
 	defer func() { <-c.reader }()
+	for {
+		more, err := c.readOnce()
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// readOnce reads once without waiting and dispatches what it read: more
+// if it read something (there may be more).
+func (c *Context) readOnce() (bool, error) {
 	var n int
 	var rerr error
 	err := c.raw.Read(func(fd uintptr) bool {
@@ -178,17 +189,17 @@ func (c *Context) readPending() error {
 	})
 	switch {
 	case err != nil && (c.dead.Load() || errors.Is(err, os.ErrClosed)):
-		return ErrClosed
+		return false, ErrClosed
 	case err != nil:
-		return fmt.Errorf("iwarp: read events: %w", err)
+		return false, fmt.Errorf("iwarp: read events: %w", err)
 	case rerr == unix.EAGAIN:
-		return nil
+		return false, nil
 	case rerr != nil:
-		return fmt.Errorf("iwarp: read events: %w", rerr)
+		return false, fmt.Errorf("iwarp: read events: %w", rerr)
 	case n == 0:
-		return nil
+		return false, nil
 	}
-	return c.dispatch(c.evbuf[:n])
+	return true, c.dispatch(c.evbuf[:n])
 }
 
 // noteError records a DISCONNECTED or QP_ERROR event as the QP's state: the

@@ -6,7 +6,7 @@
 #   veth:     namespaces bl and br joined by a veth pair (MTU 1500)
 #   loopback: one namespace bo with a dummy device (the loopback path)
 # Every measurement is one block on stdout, parsed by the host:
-#   @@run topo=T impl=tcp|ours|siw op=tcp|write|read|send|atomic size=N crc=on|off metric=bw|lat
+#   @@run topo=T impl=tcp|ours|siw op=tcp|write|read|send|atomic size=N crc=on|off metric=bw|lat|rate
 #   ...the tool's own output...
 #   @@end rc=N
 # Environment: IWARP_REPO; IWARP_SIW_DEFAULT and IWARP_SIW_CRC (siw.ko as
@@ -33,6 +33,9 @@ lat_sizes="8 4096"
 # An atomic's operand (RFC 7306 FetchAdd): its row's TCP anchor is the
 # sockperf run of lat_sizes at this size.
 atomic_size=8
+# FetchAdds per rate run (a window of them in flight, as Reads).
+atomic_iters=20000
+[ "$quick" = 1 ] && atomic_iters=4000
 
 iters_for() { n=$((bw_bytes / $1)); [ "$n" -lt 16 ] && n=16; echo "$n"; }
 
@@ -206,6 +209,11 @@ ours_bw() { # topo op size crc
 		pair 18515 "$perf" -j -- "$perf" -j -t "$2" -s "$3" -n "$(iters_for "$3")" --crc "$4" "$addr"
 }
 
+ours_rate() { # topo op size crc: operations per second (msg_rate)
+	block "topo=$1 impl=ours op=$2 size=$3 crc=$4 metric=rate" \
+		pair 18515 "$perf" -j -- "$perf" -j -t "$2" -s "$3" -n "$atomic_iters" --crc "$4" "$addr"
+}
+
 ours_lat() { # topo op size crc
 	block "topo=$1 impl=ours op=$2 size=$3 crc=$4 metric=lat" \
 		pair 18515 "$perf" -j -- "$perf" -j --lat -t "$2" -s "$3" -n "$lat_iters" --crc "$4" "$addr"
@@ -264,9 +272,10 @@ run_rows() {
 				[ "$3" = 1 ] && siw_lat "$1" $op "$sz" "$2"
 			done
 		done
-		# FetchAdd, the whole round trip: ours alone, siw implements
-		# no RFC 7306 operation.
+		# FetchAdd, the whole round trip and the rate: ours alone, siw
+		# implements no RFC 7306 operation.
 		ours_lat "$1" atomic "$atomic_size" "$2"
+		ours_rate "$1" atomic "$atomic_size" "$2"
 		r=$((r + 1))
 	done
 }

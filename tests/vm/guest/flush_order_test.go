@@ -6,12 +6,19 @@ package guest
 
 import (
 	"errors"
+	"net"
 	"net/netip"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+
+	"github.com/iwarp/iwarp/ctl"
 	"github.com/iwarp/iwarp/userlib"
+	"github.com/iwarp/iwarp/wire"
 )
 
 // flushOrderRecvs receives are posted on each side: the kernel flushes
@@ -115,4 +122,111 @@ func badWrite(e, peer *rdmaEnd) error {
 func termSent(err error) bool {
 	var te *userlib.TerminateError
 	return errors.As(err, &te) && te.Sent
+}
+
+// eventsFullListeners listeners with eventsFullBacklog requests each fill
+// a context's event file to its limit (IWARP_CTX_MAX_EVENTS, kmod/ctx.h).
+const (
+	eventsFullListeners = 4
+	eventsFullBacklog   = 1024
+)
+
+// TestFlushedThenErrEventsFull: the context of a connected QP leaves 4,096
+// connection requests unread (four listeners, their backlogs full), the
+// limit of its event file, when the peer resets the connection. The QP's
+// DISCONNECTED still goes in (a QP's end is never dropped), and Err, which
+// reads all that is pending, says why at the first flushed completion.
+func TestFlushedThenErrEventsFull(t *testing.T) {
+	tp := newTopology(t)
+	linkUp(t, tp, 0)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	old := lim
+	lim.Cur, lim.Max = max(lim.Cur, 16384), max(lim.Max, 16384)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) })
+	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
+	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
+	for i := 0; i < flushOrderRecvs; i++ {
+		if err := b.qp.PostRecv(uint64(i), b.mr.SGE(0, 64)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), nil)
+
+	// The requests, from A's namespace, kept open until the test ends.
+	req := wire.AppendMPAFrame(nil, &wire.MPAFrame{Rev: 2, Enhanced: true, IRD: 1, ORD: 1})
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for l := 0; l < eventsFullListeners; l++ {
+		port := uint16(20000 + rdmaPort.Add(1))
+		addr := netip.AddrPortFrom(netip.MustParseAddr(TopoB4), port)
+		if err := RunInNetns(tp.B, func() error {
+			_, err := b.ctx.Listen(addr, eventsFullBacklog)
+			return err
+		}); err != nil {
+			t.Fatalf("listen: %v", err)
+		}
+		err := RunInNetns(tp.A, func() error {
+			var g errgroup.Group
+			g.SetLimit(32)
+			for i := 0; i < eventsFullBacklog; i++ {
+				g.Go(func() error {
+					c, err := net.DialTimeout("tcp", addr.String(), malWait)
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					conns = append(conns, c)
+					mu.Unlock()
+					_, err = c.Write(req)
+					return err
+				})
+			}
+			return g.Wait()
+		})
+		if err != nil {
+			t.Fatalf("listener %d: requests: %v", l, err)
+		}
+	}
+	// Each request is queued as an event once its MPA Request came in
+	// whole: wait until the kernel holds all of them.
+	want := eventsFullListeners * eventsFullBacklog
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		n := 0
+		for _, c := range connsIn(t, tp.B) {
+			if c.State == ctl.CMMPAWaitAccept {
+				n++
+			}
+		}
+		if n == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests waiting for an answer", n, want)
+		}
+		time.Sleep(200 * time.Millisecond) // no event of its own: reading b's would drain them
+	}
+
+	if err := a.qp.Disconnect(true); err != nil {
+		t.Fatal(err)
+	}
+	wc, err := firstError(b.cq, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qerr := b.qp.Err(); !errors.Is(qerr, userlib.ErrDisconnected) || !errors.Is(qerr, syscall.ECONNRESET) {
+		t.Fatalf("with %d events unread, after the completion %+v (%v): QP error %v, want ErrDisconnected with ECONNRESET",
+			want, wc, wc.Status.Err(), qerr)
+	}
 }

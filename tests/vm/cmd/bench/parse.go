@@ -67,9 +67,10 @@ func parseRuns(out string) (runs []benchRun, notes []string, err error) {
 	return runs, notes, sc.Err()
 }
 
-// value extracts the figure of a run: Gb/s for bandwidth, µs (median,
-// half round trip for write and send, whole round trip for read and
-// atomic: wholeRoundTrip) for latency.
+// value extracts the figure of a run: Gb/s for bandwidth, millions of
+// operations per second for a rate (ours only: iwarp-perf's msg_rate), µs
+// (median, half round trip for write and send, whole round trip for read
+// and atomic: wholeRoundTrip) for latency.
 func (r *benchRun) value() (float64, error) {
 	if r.rc != 0 {
 		return 0, fmt.Errorf("exit status %d: %s", r.rc, lastLines(r.client+r.server, 3))
@@ -153,8 +154,9 @@ func sockperfMedian(s string) (float64, error) {
 
 func oursValue(s, metric string) (float64, error) {
 	var o struct {
-		Gbps float64 `json:"gbps"`
-		Lat  *struct {
+		Gbps    float64 `json:"gbps"`
+		MsgRate float64 `json:"msg_rate"`
+		Lat     *struct {
 			P50 float64 `json:"p50"`
 		} `json:"lat_us"`
 	}
@@ -166,6 +168,12 @@ func oursValue(s, metric string) (float64, error) {
 			return 0, fmt.Errorf("iwarp-perf reports no latency")
 		}
 		return o.Lat.P50, nil
+	}
+	if metric == "rate" {
+		if o.MsgRate <= 0 {
+			return 0, fmt.Errorf("iwarp-perf reports no message rate")
+		}
+		return o.MsgRate / 1e6, nil
 	}
 	return o.Gbps, nil
 }
@@ -275,10 +283,7 @@ func rows(runs []benchRun) ([]Row, []error) {
 		k := key{r.topo, r.op, r.crc, r.metric, r.size}
 		e := byKey[k]
 		if e == nil {
-			unit := "Gb/s"
-			if r.metric == "lat" {
-				unit = "us"
-			}
+			unit := map[string]string{"bw": "Gb/s", "lat": "us", "rate": "M/s"}[r.metric]
 			e = &entry{row: Row{Topo: r.topo, Op: r.op, Size: r.size, CRC: r.crc, Metric: r.metric, Unit: unit}}
 			byKey[k] = e
 			order = append(order, k)
@@ -307,7 +312,7 @@ func rows(runs []benchRun) ([]Row, []error) {
 		}
 		out = append(out, row)
 	}
-	metricRank := map[string]int{"bw": 0, "lat": 1}
+	metricRank := map[string]int{"bw": 0, "rate": 1, "lat": 2}
 	opRank := map[string]int{"write": 0, "read": 1, "send": 2, "atomic": 3}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]

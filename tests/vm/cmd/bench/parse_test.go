@@ -329,3 +329,44 @@ func TestLatencyRows(t *testing.T) {
 		t.Errorf("JSON %s, want %s", b, w)
 	}
 }
+
+// TestRateRow: iwarp-perf's msg_rate of an atomic run is a rate row in
+// millions per second, ours alone, without a TCP figure; one without a
+// rate is an error, not a zero.
+func TestRateRow(t *testing.T) {
+	block := func(header, client string) string {
+		return "@@run " + header + "\n" + client + "@@server\n@@end rc=0\n"
+	}
+	rate := func(r string) string {
+		return `{"role":"client","mode":"atomic_bw","gbps":0.01,"msg_rate":` + r + "}\n"
+	}
+	out := "@@topo veth\n" +
+		block("topo=veth impl=tcp op=tcp size=8 crc=off metric=lat", sockperfOut("24.400")) +
+		block("topo=veth impl=ours op=atomic size=8 crc=off metric=rate", rate("41000")) +
+		block("topo=veth impl=ours op=atomic size=8 crc=off metric=rate", rate("39000")) +
+		block("topo=veth impl=ours op=atomic size=8 crc=off metric=rate", rate("45000")) +
+		block("topo=veth impl=ours op=atomic size=8 crc=on metric=rate", `{"role":"client","gbps":0.01}`+"\n") +
+		"@@done\n"
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "no message rate") {
+		t.Fatalf("errors %v, want the CRC-on run's missing rate", errs)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("rows %+v", rs)
+	}
+	r := rs[0]
+	if r.Op != "atomic" || r.Metric != "rate" || r.Unit != "M/s" || r.Ours == nil || *r.Ours != 0.041 ||
+		r.Siw != nil || r.TCP != nil || r.Rounds != 3 {
+		t.Fatalf("rate row %+v", r)
+	}
+	if rs[1].Ours != nil {
+		t.Fatalf("failed rate row %+v", rs[1])
+	}
+	if tb := table(rs); !strings.Contains(tb, "rate") || !strings.Contains(tb, "M/s") || !strings.Contains(tb, "n/a") {
+		t.Fatalf("table:\n%s", tb)
+	}
+}
