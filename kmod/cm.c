@@ -225,7 +225,7 @@ static u32 iwarp_cm_event_reason(u32 type)
 /*
  * The owner's part of an event: queued on its /dev/iwarp file. Any
  * context: allocates with GFP_ATOMIC and takes the file's event lock and
- * its wait queue's (waking readers), nothing else, so a caller may hold
+ * its wait queue's (waking readers), IRQ-safe leaves, so a caller may hold
  * conn->lock or tx_lock to order the event before what it does next.
  */
 static void iwarp_cm_event_queue(struct iwarp_conn *conn, u32 type, s32 status,

@@ -19,8 +19,8 @@
  *   reach the connection through sk_user_data only while hooked, under
  *   sk_callback_lock; iwarp_conn_close() unhooks before the index's
  *   reference goes.
- * - Teardown (iwarp_conn_close) is the reverse: reset the stream (an
- *   abortive close: tcp_abort()) and shut the socket down (ends an
+ * - Teardown (iwarp_conn_close) is the reverse: for an abortive close
+ *   reset the stream (tcp_abort()), shut the socket down (ends an
  *   accept's or reject's blocked Reply write), stop the setup work, take
  *   cm_lock (waits for an accept or reject in progress), unhook, stop the
  *   engines, flush the QP,
@@ -38,7 +38,8 @@
  * alone, inside cm_lock (hooking; the switch to FPDU mode) or inside the
  * socket lock (TCP's callbacks); conn->lock may be taken inside it.
  * A context's event lock (and its wait queue's, waking readers) is taken
- * inside conn->lock and tx_lock, and nothing is taken inside it.
+ * inside conn->lock and tx_lock; only IRQ-safe leaf locks (the allocator's,
+ * a waker's) are taken inside it.
  * Nothing sleeps under conn->lock or sk_callback_lock. The transmit
  * engine runs under tx_lock; the receive engine under the socket lock
  * (softirq, or rx_work).

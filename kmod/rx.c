@@ -796,8 +796,11 @@ static int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *end)
 	case IWP_OP_TERMINATE: {
 		struct iwp_term t;
 
-		/* rx_fpdus counts this one: one came before it. */
-		if (conn->stats.rx_fpdus > 1)
+		/*
+		 * rx_fpdus counts this one: one came before it. Without
+		 * enhanced MPA (RFC 6581) no LLP IRD or RTR code can be.
+		 */
+		if (conn->stats.rx_fpdus > 1 || !conn->res.enhanced)
 			iwp_term_not_first(&m->u.term);
 		iwarp_rx_log_term(conn, &m->u.term);
 		iwp_term_set(&t, m->u.term.layer, m->u.term.etype, m->u.term.ecode);

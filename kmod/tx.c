@@ -924,6 +924,16 @@ static void iwarp_tx_mulpdu(struct iwarp_conn *conn)
 	conn->mulpdu = iwp_mulpdu(mss, conn->res.markers_tx);
 }
 
+/*
+ * TCP ended with an error (its state change kept why and queued the
+ * close), or a close is under way: the close flushes what is posted after
+ * its DISCONNECTED, and nothing more is framed meanwhile.
+ */
+static bool iwarp_tx_ended(const struct iwarp_conn *conn)
+{
+	return READ_ONCE(conn->tcp_err) || READ_ONCE(conn->closing);
+}
+
 static void iwarp_tx_run(struct iwarp_conn *conn)
 {
 	int err;
@@ -940,13 +950,11 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			iwarp_tx_buf_retire(conn);
 			iwarp_tx_term_give_up(conn);
 			/*
-			 * TCP ended (a reset, a peer that stopped answering:
-			 * its state change kept why and queued the close), or
-			 * a close is under way: the close flushes after its
-			 * DISCONNECTED with TCP's reason. Else the QP fails
-			 * here, without a Terminate (QP_ERROR, -EPIPE).
+			 * Left to the close when TCP ended (it reports TCP's
+			 * reason); else the QP fails here, without a
+			 * Terminate (QP_ERROR, -EPIPE).
 			 */
-			if (READ_ONCE(conn->tcp_err) || READ_ONCE(conn->closing))
+			if (iwarp_tx_ended(conn))
 				return;
 			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
 		}
@@ -978,13 +986,14 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 		 * frames nothing before an FPDU came in whole (the receive
 		 * engine kicks us then); what is posted meanwhile waits.
 		 */
-		if (READ_ONCE(conn->fpdu_wait))
+		if (READ_ONCE(conn->fpdu_wait) || iwarp_tx_ended(conn))
 			return;
 		err = iwarp_tx_fill(conn);
 		if (err == -ENOMEM) {
 			/* No memory for a buffer: nothing can be framed. */
 			iwarp_tx_term_give_up(conn);
-			iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
+			if (!iwarp_tx_ended(conn))
+				iwarp_conn_fail(conn, NULL, NULL, 0, 0, false);
 		}
 		/*
 		 * A local error moved the QP to error, unless a close is under
