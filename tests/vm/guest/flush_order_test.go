@@ -176,25 +176,27 @@ func TestFlushedThenErrEventsFull(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("listen: %v", err)
 		}
-		err := RunInNetns(tp.A, func() error {
-			var g errgroup.Group
-			g.SetLimit(32)
-			for i := 0; i < eventsFullBacklog; i++ {
-				g.Go(func() error {
-					c, err := net.DialTimeout("tcp", addr.String(), malWait)
-					if err != nil {
-						return err
-					}
-					mu.Lock()
-					conns = append(conns, c)
-					mu.Unlock()
-					_, err = c.Write(req)
+		var g errgroup.Group
+		g.SetLimit(32)
+		for i := 0; i < eventsFullBacklog; i++ {
+			g.Go(func() error {
+				// Each goroutine's socket is made in A's namespace.
+				var c net.Conn
+				if err := RunInNetns(tp.A, func() error {
+					var err error
+					c, err = net.DialTimeout("tcp", addr.String(), malWait)
 					return err
-				})
-			}
-			return g.Wait()
-		})
-		if err != nil {
+				}); err != nil {
+					return err
+				}
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+				_, err := c.Write(req)
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
 			t.Fatalf("listener %d: requests: %v", l, err)
 		}
 	}
