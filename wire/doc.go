@@ -3,8 +3,8 @@
 // Package wire encodes and decodes the iWARP wire formats spoken by the iwarp
 // kernel module: MPA framing on TCP (RFC 5044, seed 001) with markers and
 // CRC32c, MPA Request/Reply frames revision 1 and 2 (RFC 5044, RFC 6581), DDP
-// segments (RFC 5041), RDMAP messages (RFC 5040) and the RFC 7306 extensions
-// (atomics and immediate data).
+// segments (RFC 5041), RDMAP messages (RFC 5040), the RFC 7306 extensions
+// (atomics and immediate data) and the DDP over SCTP chunks (RFC 5043).
 //
 // The package has no state beyond what a caller creates. Builders accept any
 // field value, including invalid ones, so that test peers can send malformed
@@ -14,8 +14,8 @@
 // matches one of the Err* sentinels with errors.Is and yields the Terminate
 // code it implies with errors.As into a *TerminateError.
 //
-// Requirement IDs (MPA-n, DDP-n, RDMAP-n, RDMAP-EXT-n) refer to the project's
-// SPEC-NOTES checklist.
+// Requirement IDs (MPA-n, DDP-n, RDMAP-n, RDMAP-EXT-n, SCTP-n) refer to the
+// project's SPEC-NOTES checklist.
 //
 // The main entry points:
 //
@@ -28,5 +28,8 @@
 //     RDMAP headers (DDP-1..DDP-14, DDP-36, RDMAP-1..RDMAP-10, RDMAP-EXT-*);
 //   - FetchAdd, Swap and CmpSwap for the atomic arithmetic (RDMAP-EXT-11..13);
 //   - MULPDU (MPA-18, MPA-19);
+//   - SessionControl and SegmentChunk with ParseSCTPChunk, the Append
+//     functions, SCTPMULPDU and DDP-SSN arithmetic for DDP over SCTP
+//     (SCTP-5..SCTP-10, SCTP-23);
 //   - DecodeStream turns one direction of a captured stream into Records.
 package wire

@@ -37,6 +37,23 @@ var (
 	// ErrAlignment: an atomic operation's target is not 64-bit aligned
 	// (RDMAP-EXT-10).
 	ErrAlignment = errors.New("atomic target not 8-octet aligned")
+
+	// DDP over SCTP (RFC 5043); each implies Terminate LLP/0/0x05.
+
+	// ErrPPID: a chunk with a PPID other than 16 and 17 (SCTP-2, SCTP-5).
+	ErrPPID = errors.New("SCTP PPID is not DDP's")
+	// ErrChunkTooLong: a chunk above SCTPMaxChunk octets.
+	ErrChunkTooLong = errors.New("SCTP chunk too long")
+	// ErrShortChunk: a chunk without its DDP-SSN, or a session control
+	// chunk without its function code (SCTP-7, SCTP-8).
+	ErrShortChunk = errors.New("SCTP chunk too short")
+	// ErrUnknownFunction: a session control function code other than 1–4
+	// (SCTP-9).
+	ErrUnknownFunction = errors.New("unknown DDP stream session function code")
+	// ErrTerminateData: a session Terminate with private data (SCTP-10).
+	ErrTerminateData = errors.New("DDP stream session Terminate with private data")
+	// ErrPrivateDataLen: more than 512 octets of private data (SCTP-10).
+	ErrPrivateDataLen = errors.New("DDP stream session private data above 512 octets")
 )
 
 // Terminate layers (RDMAP-10).

@@ -220,3 +220,44 @@ func FuzzTerminate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSCTPChunk: no panic; every error is a *ProtocolError with Terminate
+// LLP/0/0x05 and the reference's sentinel; an accepted chunk rebuilds to the
+// same octets; a segment chunk's DDP segment is the rest after the DDP-SSN.
+func FuzzSCTPChunk(f *testing.F) {
+	for _, v := range loadVectors(f) {
+		if (v.Kind == "sctp" || v.Kind == "sctp_error") && len(v.Hex) <= 4096 {
+			p, _ := v.Uint("ppid", 0)
+			f.Add(uint32(p), v.Hex)
+		}
+	}
+	f.Fuzz(func(t *testing.T, ppid uint32, data []byte) {
+		ch, err := ParseSCTPChunk(ppid, data)
+		if want := sctpRef(ppid, data); want != nil {
+			checkSCTPErr(t, err, want)
+			return
+		}
+		if err != nil {
+			t.Fatalf("accepted by the reference: %v", err)
+		}
+		var got []byte
+		switch {
+		case ppid == PPIDDDPSegment && ch.Segment != nil:
+			if !bytes.Equal(ch.Segment.DDP, data[SCTPSSNLen:]) {
+				t.Fatalf("DDP segment is not the rest")
+			}
+			got = AppendSegmentChunk(nil, ch.Segment)
+			_ = ValidateSegment(ch.Segment.DDP)
+		case ppid == PPIDSessionControl && ch.Control != nil:
+			if !ch.Control.Func.Known() || len(ch.Control.PrivateData) > MaxSessionPrivateData {
+				t.Fatalf("accepted %v", ch.Control.String())
+			}
+			got = AppendSessionControl(nil, ch.Control)
+		default:
+			t.Fatalf("PPID %d gave %+v", ppid, ch)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("rebuilt\n% x\nfrom\n% x", got, data)
+		}
+	})
+}

@@ -104,6 +104,8 @@ static const char *const implemented_ids[] = {
 	"RDMAP-EXT-10", "RDMAP-EXT-11", "RDMAP-EXT-12", "RDMAP-EXT-13",
 	"RDMAP-EXT-14", "RDMAP-EXT-16", "RDMAP-EXT-19", "RDMAP-EXT-25",
 	"RDMAP-EXT-26", "RDMAP-EXT-31", "RDMAP-EXT-33", "RDMAP-EXT-34",
+	"SCTP-5", "SCTP-6", "SCTP-7", "SCTP-8", "SCTP-9", "SCTP-10", "SCTP-15",
+	"SCTP-23", "SCTP-25",
 };
 
 static int is_covered(const char *id)
@@ -313,6 +315,7 @@ int main(int argc, char **argv)
 		run_fpdu_tests();
 		run_nego_tests();
 		run_ddp_tests();
+		run_sctp_tests();
 		run_selftest_tests();
 		fflush(stdout);
 		id_coverage(1);
@@ -322,6 +325,7 @@ int main(int argc, char **argv)
 	run_fpdu_tests();
 	run_nego_tests();
 	run_ddp_tests();
+	run_sctp_tests();
 	run_selftest_tests();
 	id_coverage(0);
 	printf("%d passed, %d failed\n", n_pass, n_fail);

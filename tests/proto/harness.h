@@ -44,6 +44,7 @@ void run_fpdu_tests(void);
 void run_nego_tests(void);
 void run_ddp_tests(void);
 void run_selftest_tests(void);
+void run_sctp_tests(void);
 
 /* Receive a whole stream with the given chunk sizes (NULL: all at once).
  * Collects ULPDUs concatenated into @out (cap @outcap), their lengths into

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Run every the testdata/vectors files record: build from fields and compare with
+ * Run every record of the testdata/vectors files: build from fields and compare with
  * the octets, parse the octets (at every split point and in random chunkings
  * for streams) and compare with the fields.
  */
@@ -14,6 +14,7 @@
 #include "mpa_conn.h"
 #include "ddp.h"
 #include "atomic.h"
+#include "sctp.h"
 
 struct vctx {
 	struct vec *v;
@@ -618,6 +619,102 @@ static void v_mulpdu(struct vctx *x)
 		tc_fail(&x->c, "an FPDU of MULPDU octets at offset 0 exceeds EMSS");
 }
 
+/* ---------------------------------------------------------------- sctp */
+static const char *const sctp_err_names[] = {
+	[IWP_SCTP_OK] = "ok",
+	[IWP_SCTP_E_PPID] = "ppid",
+	[IWP_SCTP_E_LONG] = "long",
+	[IWP_SCTP_E_SHORT] = "short",
+	[IWP_SCTP_E_FUNC] = "func",
+	[IWP_SCTP_E_TERM_DATA] = "termdata",
+	[IWP_SCTP_E_PD_LEN] = "pdlen",
+};
+
+static void v_sctp(struct vctx *x)
+{
+	u32 ppid = num(x, "ppid", 0, 1);
+	u16 ssn = num(x, "ssn", 0, 1);
+	const char *key = ppid == IWP_SCTP_PPID_CONTROL ? "pdata" : "ddp";
+	const char *s = vec_str(x->v, key);
+	struct iwp_sctp_chunk c;
+	struct iwp_term err;
+	size_t dlen = 0;
+	u8 *data = NULL, *out;
+	u16 func = 0;
+	int n;
+
+	if (ppid == IWP_SCTP_PPID_CONTROL) {
+		func = num(x, "func", 0, 1);
+		if (!s != (func == IWP_SCTP_TERMINATE))
+			tc_fail(&x->c, "pdata present iff not a Terminate");
+	} else if (ppid != IWP_SCTP_PPID_SEGMENT || !s) {
+		tc_fail(&x->c, "ppid 16 with ddp, or 17");
+	}
+	if (s)
+		data = hexfield(x, s, &dlen);
+	out = malloc(dlen + IWP_SCTP_CTL_HDR);
+	/* build */
+	if (ppid == IWP_SCTP_PPID_CONTROL)
+		n = iwp_sctp_ctl_build(ssn, func, data, dlen, out, dlen + IWP_SCTP_CTL_HDR);
+	else
+		n = iwp_sctp_seg_build(ssn, data, dlen, out, dlen + IWP_SCTP_CTL_HDR);
+	if (n < 0)
+		tc_fail(&x->c, "build: %d", n);
+	else
+		cmp_bytes(x, "built chunk", out, n, x->v->hex, x->v->hex_len);
+	/* parse */
+	memset(&err, 0xee, sizeof(err));
+	n = iwp_sctp_parse(ppid, x->v->hex, x->v->hex_len, &c, &err);
+	if (n)
+		tc_fail(&x->c, "parse rejected it: %s", sctp_err_names[c.why]);
+	else if (c.ppid != ppid || c.ssn != ssn || c.func != func || c.len != dlen ||
+		 c.why != IWP_SCTP_OK || (dlen && memcmp(c.data, data, dlen)) ||
+		 (dlen && c.data != x->v->hex + x->v->hex_len - dlen) || (!dlen && c.data))
+		tc_fail(&x->c, "parsed fields differ");
+	/* the DDP segment at chunk offset 2 is a ULPDU as MPA would carry it */
+	if (!n && ppid == IWP_SCTP_PPID_SEGMENT) {
+		struct iwp_ddp_msg m;
+
+		if (iwp_ddp_decode(c.data, c.len, &m, &err))
+			tc_fail(&x->c, "the DDP segment does not decode: %u/%u/%u", err.layer,
+				err.etype, err.ecode);
+	}
+	free(out);
+	free(data);
+}
+
+static void v_sctp_error(struct vctx *x)
+{
+	u32 ppid = num(x, "ppid", 0, 1);
+	const char *e = vec_str(x->v, "error");
+	struct iwp_term err, want;
+	struct iwp_sctp_chunk c;
+	int r;
+
+	want.layer = num(x, "layer", 0, 1);
+	want.etype = num(x, "etype", 0, 1);
+	want.ecode = num(x, "ecode", 0, 1);
+	memset(&err, 0xee, sizeof(err));
+	r = iwp_sctp_parse(ppid, x->v->hex, x->v->hex_len, &c, &err);
+	if (r != -EBADMSG || !e || strcmp(sctp_err_names[c.why], e) ||
+	    err.layer != want.layer || err.etype != want.etype || err.ecode != want.ecode)
+		tc_fail(&x->c, "got %d %s %u/%u/0x%x, want %s %u/%u/0x%x", r,
+			sctp_err_names[c.why], err.layer, err.etype, err.ecode, e ? e : "?",
+			want.layer, want.etype, want.ecode);
+	/* without a Terminate to fill in */
+	if (iwp_sctp_parse(ppid, x->v->hex, x->v->hex_len, &c, NULL) != -EBADMSG)
+		tc_fail(&x->c, "accepted without err");
+}
+
+static void v_sctp_mulpdu(struct vctx *x)
+{
+	u32 fp = num(x, "frag_point", 0, 1), want = num(x, "mulpdu", 0, 1);
+	u32 got = iwp_sctp_mulpdu(fp);
+
+	if (got != want)
+		tc_fail(&x->c, "mulpdu %u want %u", got, want);
+}
+
 /* ---------------------------------------------------------------- driver */
 static void run_file(const char *path, const char *base)
 {
@@ -655,12 +752,19 @@ static void run_file(const char *path, const char *base)
 			v_atomic(&x);
 		else if (!strcmp(k, "mulpdu"))
 			v_mulpdu(&x);
+		else if (!strcmp(k, "sctp"))
+			v_sctp(&x);
+		else if (!strcmp(k, "sctp_error"))
+			v_sctp_error(&x);
+		else if (!strcmp(k, "sctp_mulpdu"))
+			v_sctp_mulpdu(&x);
 		else
 			tc_fail(&x.c, "unknown kind %s", k);
 		unused = vec_unused(x.v);
 		if (unused)
 			tc_fail(&x.c, "unknown key %s", unused);
-		if ((!strcmp(k, "atomic") || !strcmp(k, "mulpdu")) == x.v->has_hex)
+		if ((!strcmp(k, "atomic") || !strcmp(k, "mulpdu") ||
+		     !strcmp(k, "sctp_mulpdu")) == x.v->has_hex)
 			tc_fail(&x.c, "hex presence wrong for kind %s", k);
 		tc_report(&x.c, name, x.v->ids);
 	}

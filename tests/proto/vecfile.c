@@ -182,6 +182,9 @@ int vec_load(const char *path, struct vec_file *vf)
 		}
 		if (!strcmp(key, "hex")) {
 			cur->has_hex = 1;
+			/* "hex -": no octets (a record whose input is empty) */
+			if (!strcmp(val, "-"))
+				continue;
 			if (hex_append(val, &cur->hex, &cur->hex_len, &hcap)) {
 				snprintf(vf->err, sizeof(vf->err), "%s:%d: bad hex", path, lineno);
 				goto bad;

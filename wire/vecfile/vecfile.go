@@ -52,9 +52,12 @@ var Kinds = map[string][]string{
 		"t_layer", "t_etype", "t_ecode", "t_m", "t_d", "t_r", "t_seglen", "t_ddp", "t_rdma",
 		"a_opcode", "a_reqid", "a_stag", "a_to", "a_add_swap", "a_add_swap_mask", "a_cmp", "a_cmp_mask",
 		"a_orig", "imm"},
-	"ddp_error": {"layer", "etype", "ecode"},
-	"atomic":    {"op", "orig", "add_swap", "add_swap_mask", "cmp", "cmp_mask", "result", "ret"},
-	"mulpdu":    {"emss", "markers", "mulpdu"},
+	"ddp_error":   {"layer", "etype", "ecode"},
+	"atomic":      {"op", "orig", "add_swap", "add_swap_mask", "cmp", "cmp_mask", "result", "ret"},
+	"mulpdu":      {"emss", "markers", "mulpdu"},
+	"sctp":        {"ppid", "ssn", "func", "pdata", "ddp"},
+	"sctp_error":  {"ppid", "error", "layer", "etype", "ecode"},
+	"sctp_mulpdu": {"frag_point", "mulpdu"},
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9_.-]+$`)

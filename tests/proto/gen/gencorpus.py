@@ -5,12 +5,16 @@
 fuzz_rx: mode octet (CRC, markers, offset index) + the stream of every fpdu
 and fpdu_error vector whose offset is in the target's table; fuzz_mpa: 9
 policy octets + every mpa/mpa_error frame; fuzz_ddp: every ddp/ddp_error
-ULPDU. Run from the repository root: python3 tests/proto/gen/gencorpus.py
+ULPDU; fuzz_sctp: PPID octet (0: 16, 1: 17, 3: four PPID octets follow) +
+every sctp/sctp_error chunk up to 4096 octets; fuzz_sctp_seq: arrival
+patterns (record bound octet, then SSN offset and flags per arrival). Run
+from the repository root: python3 tests/proto/gen/gencorpus.py
 """
 import glob
 import hashlib
 import os
 import re
+import struct
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..')
 VEC = os.path.join(ROOT, 'testdata', 'vectors')
@@ -76,6 +80,34 @@ def main():
                 write('fuzz_mpa', name, pol + r['hex'])
             elif kind in ('ddp', 'ddp_error'):
                 write('fuzz_ddp', name, r['hex'])
+            elif kind in ('sctp', 'sctp_error'):
+                ppid = int(r['ppid'], 0)
+                if len(r['hex']) > 4096:
+                    continue
+                pre = {16: b'\x00', 17: b'\x01'}.get(ppid, b'\x03' + struct.pack('>I', ppid))
+                write('fuzz_sctp', name, pre + r['hex'])
+    seq_corpus()
+
+
+def arrivals(maxr, seq, absolute=False):
+    """Record bound, then (offset, flags) per arrival."""
+    out = bytes([maxr])
+    for off, rec in seq:
+        out += struct.pack('>HB', off & 0xFFFF, (1 if rec else 0) | (2 if absolute else 0))
+    return out
+
+
+def seq_corpus():
+    pats = {
+        'in_order': arrivals(4, [(0, 0)] * 64),
+        'reversed8': arrivals(8, [(7 - i, 1) for i in range(7)] + [(0, 0)], True),
+        'duplicates': arrivals(2, [(3, 1), (3, 1), (1, 0), (0, 0), (0xFFFF, 0), (1, 1), (2, 1), (2, 1)]),
+        'window_edges': arrivals(1, [(32767, 0), (32768, 0), (0xFFFF, 0), (0, 0), (32766, 1), (32767, 1)]),
+        'records_full': arrivals(2, [(1, 1), (2, 1), (3, 1), (3, 0), (0, 1)]),
+        'behind': arrivals(0, [(0, 0)] * 5) + arrivals(0, [(2, 0), (4, 0), (5, 0)], True)[1:],
+    }
+    for name, data in pats.items():
+        write('fuzz_sctp_seq', name, data)
 
 
 if __name__ == '__main__':

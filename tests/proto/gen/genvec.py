@@ -178,14 +178,34 @@ def num(v):
 ALL = []
 
 
+def hx_rle(b, per=16):
+    """hx() with runs of 8 or more equal octets written as HHxN."""
+    b = bytes(b)
+    if not b:
+        return ['-']
+    toks = []
+    i = 0
+    while i < len(b):
+        j = i
+        while j < len(b) and b[j] == b[i]:
+            j += 1
+        if j - i >= 8:
+            toks.append('%02xx%d' % (b[i], j - i))
+        else:
+            toks.extend('%02x' % x for x in b[i:j])
+        i = j
+    return [' '.join(toks[k:k + per]) for k in range(0, len(toks), per)]
+
+
 class VecFile:
-    def __init__(self, name, title):
+    def __init__(self, name, title, rle=False):
         self.name = name
         self.lines = ['# SPDX-License-Identifier: GPL-2.0-only',
                       '# %s' % title,
                       '# Format: FORMAT.md in this directory. Regenerate with',
                       '#   python3 tests/proto/gen/genvec.py', '']
         self.names = set()
+        self.hx = hx_rle if rle else hx
 
     def add(self, name, ids, kind, fields, hexbytes=None, comment=None):
         assert name not in self.names, name
@@ -200,12 +220,12 @@ class VecFile:
         for k, v in fields:
             if isinstance(v, (bytes, bytearray)):
                 # one line per key: only hex and data may repeat
-                self.lines.append('%s %s' % (k, hx(v, 1 << 20)[0]))
+                self.lines.append('%s %s' % (k, self.hx(v, 1 << 20)[0]))
             else:
                 self.lines.append('%s %s' % (k, v if isinstance(v, str) else num(v)))
         if hexbytes is not None:
-            for ln in hx(hexbytes):
-                if ln == '-':
+            for ln in self.hx(hexbytes):
+                if ln == '-' and self.hx is hx:
                     continue
                 self.lines.append('hex %s' % ln)
         self.lines.append('end')
@@ -785,6 +805,148 @@ def gen_mulpdu():
     f.write()
 
 
+# ---------------------------------------------------------------- SCTP (RFC 5043)
+# Written from seed 004 (RFC 5043) sections 5.2 and 9: a DDP Segment chunk
+# (PPID 16) is DDP-SSN (16 bits) followed by the DDP segment; a DDP Stream
+# Session Control chunk (PPID 17) is DDP-SSN (16), Function Code (16), private
+# data. Codes 1 Initiate, 2 Accept, 3 Reject, 4 Terminate; private data at
+# most 512 octets, none in a Terminate. Big-endian.
+PPID_SEG, PPID_CTL = 16, 17
+SCTP_FUNCS = {1: 'initiate', 2: 'accept', 3: 'reject', 4: 'terminate'}
+SCTP_RX_MAX = 2 + 65536   # docs/SCTP.md 2.4: the largest chunk taken
+
+
+def sctp_seg(ssn, seg):
+    return struct.pack('>H', ssn) + bytes(seg)
+
+
+def sctp_ctl(ssn, func, pdata=b''):
+    return struct.pack('>HH', ssn, func) + bytes(pdata)
+
+
+def sctp_error(ppid, chunk):
+    """The first violation in the order of FORMAT.md, or None."""
+    if ppid not in (PPID_SEG, PPID_CTL):
+        return 'ppid'
+    if len(chunk) > SCTP_RX_MAX:
+        return 'long'
+    if len(chunk) < (2 if ppid == PPID_SEG else 4):
+        return 'short'
+    if ppid == PPID_SEG:
+        return None
+    func = struct.unpack('>H', chunk[2:4])[0]
+    if func not in SCTP_FUNCS:
+        return 'func'
+    if func == 4 and len(chunk) > 4:
+        return 'termdata'
+    if len(chunk) - 4 > 512:
+        return 'pdlen'
+    return None
+
+
+def sctp_mulpdu(frag_point):
+    # docs/SCTP.md 2.4: max(516, frag_point - 2 (DDP-SSN) - 16 (SACK room)),
+    # capped at the largest segment a receiver takes
+    return min(max(516, frag_point - 18), 65536)
+
+
+def gen_sctp():
+    f = VecFile('sctp.vec', 'DDP over SCTP chunks (RFC 5043 5.2; docs/SCTP.md 2.2, 2.4)', rle=True)
+    ctl_ids = ['SCTP-5', 'SCTP-6', 'SCTP-8', 'SCTP-9', 'SCTP-10']
+    text = b'iwarp private data'
+    pd512 = bytes((i * 7 + 3) & 0xFF for i in range(512))
+    for func, fname in sorted(SCTP_FUNCS.items()):
+        if func == 4:
+            continue
+        for tag, pd in (('pd0', b''), ('pd1', b'\x5a'), ('text', text), ('pd512', pd512)):
+            ssn = 0
+            b = sctp_ctl(ssn, func, pd)
+            assert sctp_error(PPID_CTL, b) is None
+            f.add('%s_%s' % (fname, tag), ctl_ids, 'sctp',
+                  [('ppid', str(PPID_CTL)), ('ssn', ssn), ('func', func), ('pdata', pd if pd else '-')], b)
+    b = sctp_ctl(0, 1, b'')
+    assert b == H('00 00 00 01')
+    # SSN values of a Terminate: 0 (Initiate answered by Terminate), later, the wrap
+    for tag, ssn, comment in (('ssn0', 0, 'the passive side refuses an Initiate without the ULP (RFC 5043 6.4)'),
+                              ('ssn1', 1, 'after an Initiate or an Accept'),
+                              ('ssn7fff', 0x7FFF, None), ('ssn8000', 0x8000, None),
+                              ('ssnffff', 0xFFFF, 'the last SSN before the wrap')):
+        b = sctp_ctl(ssn, 4)
+        f.add('terminate_%s' % tag, ctl_ids, 'sctp', [('ppid', str(PPID_CTL)), ('ssn', num(ssn)), ('func', 4)], b,
+              comment)
+    b = sctp_ctl(0x1234, 2, b'ab')
+    f.add('accept_ssn1234', ctl_ids, 'sctp', [('ppid', str(PPID_CTL)), ('ssn', num(0x1234)), ('func', 2),
+                                             ('pdata', b'ab')], b, 'SSN and function code big-endian')
+
+    seg_ids = ['SCTP-5', 'SCTP-6', 'SCTP-7']
+    segs = [
+        ('send_hello', 1, untagged_hdr(3, 0, 1, 0) + b'hello', 'the first segment after the Initiate or Accept'),
+        ('write_8', 2, tagged_hdr(0, 0x12345678, 0x1000) + bytes(range(1, 9)), None),
+        ('read_request', 3, untagged_hdr(1, 1, 1, 0) + rreq_hdr(0xAABBCC01, 0x2000, 4096, 0x12345678, 0x1000),
+         None),
+        ('read_response_not_last', 0x7FFF, tagged_hdr(2, 0xAABBCC01, 0x2000, last=0) + bytes(16), None),
+        ('terminate_rdmap', 0x8000, untagged_hdr(7, 2, 1, 0) + term_hdr(2, 0, 5),
+         'an RDMAP Terminate LLP/0/0x05 is a DDP segment like any other (RFC 5043 6.2)'),
+        ('send_ssnffff', 0xFFFF, untagged_hdr(3, 0, 9, 0) + b'x', 'the last SSN before the wrap'),
+        ('send_ssn0_wrapped', 0, untagged_hdr(3, 0, 10, 0) + b'y', 'the SSN after 0xffff (65536 chunks in)'),
+    ]
+    for name, ssn, seg, comment in segs:
+        b = sctp_seg(ssn, seg)
+        assert b[2] == seg[0] and sctp_error(PPID_SEG, b) is None
+        f.add('segment_%s' % name, seg_ids, 'sctp', [('ppid', str(PPID_SEG)), ('ssn', num(ssn)), ('ddp', seg)], b,
+              comment)
+    big = tagged_hdr(0, 0x100, 0) + bytes(65536 - 14)
+    b = sctp_seg(5, big)
+    assert len(b) == SCTP_RX_MAX and sctp_error(PPID_SEG, b) is None
+    f.add('segment_largest', seg_ids + ['SCTP-23'], 'sctp', [('ppid', str(PPID_SEG)), ('ssn', 5), ('ddp', big)], b,
+          'the largest chunk a receiver takes: 2 + 65536 octets')
+    f.write()
+
+    f = VecFile('sctp_error.vec', 'DDP over SCTP chunks a receiver must reject (RFC 5043 5.2; docs/SCTP.md 2.2)',
+                rle=True)
+
+    def bad(name, ids, ppid, chunk, comment=None):
+        err = sctp_error(ppid, chunk)
+        assert err is not None, name
+        f.add(name, ids, 'sctp_error', [('ppid', str(ppid) if ppid < 0x100 else num(ppid)), ('error', err), ('layer', 2), ('etype', 0),
+                                        ('ecode', 5)], chunk, comment)
+
+    for n in range(4):
+        bad('control_short_%d' % n, ['SCTP-8'], PPID_CTL, bytes([0, 0, 0, 1])[:n],
+            'fewer than the 4 octets of DDP-SSN and function code' if n == 0 else None)
+    for n in range(2):
+        bad('segment_short_%d' % n, ['SCTP-7'], PPID_SEG, bytes([0, 1])[:n])
+    for func in (0, 5, 0x0100, 0x0400, 0xFFFF):
+        bad('control_func_%04x' % func, ['SCTP-9'], PPID_CTL, sctp_ctl(0, func, b'pd'),
+            'byte-swapped Initiate' if func == 0x0100 else None)
+    for func in (1, 2, 3):
+        bad('%s_pd513' % SCTP_FUNCS[func], ['SCTP-10'], PPID_CTL, sctp_ctl(0, func, bytes(513)))
+    for n in (1, 512, 513):
+        bad('terminate_pd%d' % n, ['SCTP-10'], PPID_CTL, sctp_ctl(3, 4, bytes([0xEE]) * n),
+            'a Terminate carries no private data, however short or long' if n == 1 else None)
+    for ppid in (0, 15, 18, 0x10000000, 0x11000000, 0xFFFFFFFF):
+        bad('ppid_%x' % ppid, ['SCTP-5'], ppid, sctp_seg(1, untagged_hdr(3, 0, 1, 0)),
+            'PPID 16 in the wrong byte order' if ppid == 0x10000000 else None)
+    bad('segment_long', ['SCTP-23'], PPID_SEG, sctp_seg(5, tagged_hdr(0, 0x100, 0) + bytes(65537 - 14)),
+        'one octet above the largest chunk a receiver takes')
+    bad('control_long', ['SCTP-10'], PPID_CTL, sctp_ctl(0, 1, bytes(SCTP_RX_MAX - 3)),
+        'length is checked before the function code and private data')
+    bad('control_short_func_bad', ['SCTP-8'], PPID_CTL, bytes([0, 0, 9]),
+        'too short is found before a bad function code')
+    bad('terminate_data_before_pdlen', ['SCTP-10'], PPID_CTL, sctp_ctl(0, 4, bytes(600)),
+        'a Terminate with 600 octets: Terminate data, found before the length')
+    f.write()
+
+    f = VecFile('sctp_mulpdu.vec', 'MULPDU from the SCTP fragmentation point (SCTP-23; docs/SCTP.md 2.4)')
+    # docs/SCTP.md 2.4's table: IPv4 path MTU 1500, 9000 and 576
+    for fp, want in ((1452, 1434), (8952, 8934), (528, 516), (1432, 1414), (534, 516), (536, 518), (0, 516),
+                     (18, 516), (65484, 65466), (65554, 65536), (70000, 65536), (0xFFFFFFFF, 65536)):
+        got = sctp_mulpdu(fp)
+        assert got == want, (fp, got)
+        f.add('frag%d' % fp, ['SCTP-23'], 'sctp_mulpdu', [('frag_point', str(fp)), ('mulpdu', str(got))])
+    f.write()
+
+
 # ---------------------------------------------------------------- C table
 ARRAYS = []
 
@@ -905,4 +1067,5 @@ if __name__ == '__main__':
     gen_ddp_error()
     gen_atomic()
     gen_mulpdu()
+    gen_sctp()
     write_c_table()

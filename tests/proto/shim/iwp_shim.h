@@ -76,6 +76,7 @@ static inline u64 get_unaligned_be64(const void *p)
 #define max(a, b) ((a) > (b) ? (a) : (b))
 #define min_t(t, a, b) ((t)(a) < (t)(b) ? (t)(a) : (t)(b))
 #define max_t(t, a, b) ((t)(a) > (t)(b) ? (t)(a) : (t)(b))
+#define clamp_t(t, v, lo, hi) min_t(t, max_t(t, v, lo), hi)
 #define U16_MAX 0xffffU
 #define U32_MAX 0xffffffffU
 
@@ -88,6 +89,31 @@ static inline u64 get_unaligned_be64(const void *p)
 #define pr_err(...) fprintf(stderr, __VA_ARGS__)
 #define pr_info(...) fprintf(stderr, __VA_ARGS__)
 #define pr_debug(...) do { } while (0)
+
+/* Bitmaps (<linux/bitops.h>, <linux/bitmap.h>); the non-atomic forms. */
+#define BITS_PER_LONG (8 * (int)sizeof(long))
+#define BITS_TO_LONGS(n) (((n) + BITS_PER_LONG - 1) / BITS_PER_LONG)
+#define DECLARE_BITMAP(name, bits) unsigned long name[BITS_TO_LONGS(bits)]
+
+static inline bool test_bit(unsigned long nr, const unsigned long *map)
+{
+	return (map[nr / BITS_PER_LONG] >> (nr % BITS_PER_LONG)) & 1;
+}
+
+static inline void __set_bit(unsigned long nr, unsigned long *map)
+{
+	map[nr / BITS_PER_LONG] |= 1UL << (nr % BITS_PER_LONG);
+}
+
+static inline void __clear_bit(unsigned long nr, unsigned long *map)
+{
+	map[nr / BITS_PER_LONG] &= ~(1UL << (nr % BITS_PER_LONG));
+}
+
+static inline void bitmap_zero(unsigned long *map, unsigned int nbits)
+{
+	memset(map, 0, BITS_TO_LONGS(nbits) * sizeof(unsigned long));
+}
 
 #define GFP_KERNEL 0
 static inline void *kmalloc(size_t n, int gfp)
