@@ -126,7 +126,7 @@ kmod-kdebug: kdebug-kernel
 # own, after everything else.
 KDEBUG_LAST := ^TestSiwRpingModes$$/^p2p$$
 
-test-debug: kmod-kdebug go opcheck
+test-debug: kmod-kdebug go opcheck connrate
 	IWARP_VM_KERNEL_DIR=$$(sh scripts/kdebug.sh dir) IWARP_VM_REQUIRED=1 \
 		IWARP_VM_TIMEOUT=$(KDEBUG_VM_TIMEOUT) IWARP_VM_SKIP='$(KDEBUG_LAST)' \
 		$(GO) test -count=1 -timeout $(KDEBUG_GO_TIMEOUT) ./tests/vm/
