@@ -118,6 +118,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	INIT_WORK(&conn->tx_work, iwarp_tx_work);
 	INIT_DELAYED_WORK(&conn->linger_work, iwarp_conn_linger_work);
 	INIT_DELAYED_WORK(&conn->txbuf_work, iwarp_tx_buf_work);
+	INIT_DELAYED_WORK(&conn->stage_work, iwarp_rx_stage_work);
 	atomic_inc(&iwarp_conns_live);
 	return conn;
 }
@@ -576,8 +577,10 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	iwarp_cm_unpend(conn);
 	if (conn->qp)
 		iwarp_conn_close_qp(conn, status);
-	/* Queued by the engine only, which is stopped now (or never ran). */
+	/* Queued by the engines only, which are stopped now (or never ran). */
 	if (cancel_delayed_work_sync(&conn->txbuf_work))
+		iwarp_conn_put(conn);
+	if (cancel_delayed_work_sync(&conn->stage_work))
 		iwarp_conn_put(conn);
 	if (conn->ifindex && conn->kind != IWARP_CM_KIND_LISTENER) {
 		struct iwarp_link_stats st = {};

@@ -93,11 +93,13 @@ struct socket;
 /*
  * With CRC, a received FPDU's payload waits for its CRC in order-0 pages
  * taken at its header, as many as it needs (ULPDU_Length has 16 bits), and
- * given back once a read of the socket ends between FPDUs (rx.c): an idle
+ * kept for the next FPDUs; once no read of the socket has ended for
+ * IWARP_RX_STAGE_IDLE_MS, stage_work gives them back (rx.c): an idle
  * connection holds none. Taken in softirq without sleeping; when that
  * fails, the engine stops at the header and rx_work takes them.
  */
 #define IWARP_RX_STAGE_PAGES	DIV_ROUND_UP(65536, PAGE_SIZE)
+#define IWARP_RX_STAGE_IDLE_MS	500
 
 /* SQ shadow: what the kernel took from a slot, until it completes. */
 struct iwarp_swqe {
@@ -253,6 +255,7 @@ struct iwarp_conn {
 	u32 orq_head, orq_tail;		/* free-running */
 	u32 ord;			/* ORQ slots */
 	u32 ord_max;			/* Reads and atomics we may issue (the peer's IRD) */
+	bool ord_stall;			/* the SQ waits for a Read or atomic to complete (lock) */
 	struct iwarp_irq_ent *irq;	/* ird entries */
 	u32 irq_head, irq_tail;
 	u32 ird;			/* IRQ slots */
@@ -281,6 +284,8 @@ struct iwarp_conn {
 	struct page *rx_stage[IWARP_RX_STAGE_PAGES]; /* CRC on: payload until checked */
 	bool rx_staged;			/* an FPDU's payload is being staged */
 	bool rx_stage_wait;		/* stopped at a header: rx_work takes its pages */
+	unsigned long rx_last;		/* jiffies: the last read that ended holding pages */
+	struct delayed_work stage_work;	/* gives the stage pages back when idle */
 	u32 rreq_msn;			/* next expected MSN on QN 1 */
 	u32 term_msn;			/* next expected MSN on QN 2 */
 	u32 aresp_msn;			/* next expected MSN on QN 3 */
@@ -391,8 +396,12 @@ void iwarp_tx_buf_free(struct iwarp_conn *conn);
 void iwarp_rx_work(struct work_struct *work);
 void iwarp_rx_read(struct iwarp_conn *conn);
 void iwarp_rx_stage_free(struct iwarp_conn *conn);
+void iwarp_rx_stage_work(struct work_struct *work);
+void iwarp_rx_exit(void);
 /* debugfs: headers whose stage pages a task took; 0 disables softirq allocation. */
 extern atomic_long_t iwarp_rx_stage_deferred;
+/* debugfs: stage pages held now, and taken since the module loaded. */
+extern atomic_long_t iwarp_rx_stage_pages, iwarp_rx_stage_allocs;
 extern u8 iwarp_rx_stage_atomic;
 /* From sk_data_ready, with the socket locked by TCP: never sleeps. */
 void iwarp_rx_direct(struct iwarp_conn *conn);

@@ -8,6 +8,8 @@
  *   txbuf_fallbacks N       largest-order allocations that failed
  *   rx_stage_deferred N     FPDU headers at which the receive engine stopped
  *                           for CRC stage pages a task then took
+ *   rx_stage_pages N        CRC stage pages connections hold
+ *   rx_stage_allocs N       CRC stage pages taken since the module loaded
  *
  * and two knobs (read-write), for tests: txbuf_max_order (default and at
  * most IWARP_TXBUF_ORDER), the largest order a transmit buffer is taken
@@ -37,6 +39,8 @@ static int iwarp_memory_show(struct seq_file *m, void *v)
 			   atomic_long_read(&iwarp_txbuf_stats.allocs[order]));
 	seq_printf(m, "txbuf_fallbacks %ld\n", atomic_long_read(&iwarp_txbuf_stats.fallbacks));
 	seq_printf(m, "rx_stage_deferred %ld\n", atomic_long_read(&iwarp_rx_stage_deferred));
+	seq_printf(m, "rx_stage_pages %ld\n", atomic_long_read(&iwarp_rx_stage_pages));
+	seq_printf(m, "rx_stage_allocs %ld\n", atomic_long_read(&iwarp_rx_stage_allocs));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(iwarp_memory);

@@ -78,6 +78,7 @@ static void __exit iwarp_exit(void)
 	genl_unregister_family(&iwarp_nl_family);
 	iwarp_conn_exit();
 	iwarp_txbuf_exit();
+	iwarp_rx_exit();
 	iwarp_verbs_exit();
 	iwarp_link_exit();
 	pr_info("unloaded\n");

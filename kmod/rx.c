@@ -427,6 +427,17 @@ static bool iwarp_rx_staging(const struct iwarp_conn *conn)
 atomic_long_t iwarp_rx_stage_deferred = ATOMIC_LONG_INIT(0);
 /* 0: the engine takes no stage page in softirq (debugfs, for tests). */
 u8 iwarp_rx_stage_atomic = 1;
+/* Stage pages held by connections, and taken in all (debugfs). */
+atomic_long_t iwarp_rx_stage_pages = ATOMIC_LONG_INIT(0);
+atomic_long_t iwarp_rx_stage_allocs = ATOMIC_LONG_INIT(0);
+
+void iwarp_rx_exit(void)
+{
+	long pages = atomic_long_read(&iwarp_rx_stage_pages);
+
+	if (pages)
+		pr_err("leak: %ld receive stage pages\n", pages);
+}
 
 /*
  * At a header to stage: the pages for its payload. In softirq (@atomic)
@@ -449,6 +460,8 @@ static int iwarp_rx_stage_take(struct iwarp_conn *conn, bool atomic)
 						GFP_KERNEL | __GFP_NORETRY) | __GFP_NOWARN);
 		if (!conn->rx_stage[i])
 			return -ENOMEM;
+		atomic_long_inc(&iwarp_rx_stage_pages);
+		atomic_long_inc(&iwarp_rx_stage_allocs);
 	}
 	conn->rx_staged = true;
 	return 0;
@@ -475,11 +488,54 @@ static void iwarp_rx_stage_resume(struct iwarp_conn *conn)
 	}
 }
 
-/* The stage's pages back, unless an FPDU is halfway through it. */
-static void iwarp_rx_stage_trim(struct iwarp_conn *conn)
+/* Queues stage_work @delay from now, with a reference the work drops. */
+static void iwarp_rx_stage_arm(struct iwarp_conn *conn, unsigned long delay)
 {
-	if (!conn->rx_staged)
-		iwarp_rx_stage_free(conn);
+	iwarp_conn_get(conn);
+	if (!queue_delayed_work(iwarp_wq, &conn->stage_work, delay))
+		iwarp_conn_put(conn);	/* queued already; the caller holds one */
+}
+
+/*
+ * A read ended (socket locked): the stage's pages stay for the next FPDUs;
+ * stage_work gives them back once the connection has been idle a while.
+ * A page taken and given back per FPDU would cost a small message most
+ * of its time with CRC.
+ */
+static void iwarp_rx_stage_idle(struct iwarp_conn *conn)
+{
+	if (!conn->rx_stage[0])
+		return;
+	conn->rx_last = jiffies;
+	/* Queued already: it finds the last read and waits longer. */
+	if (!delayed_work_pending(&conn->stage_work))
+		iwarp_rx_stage_arm(conn, msecs_to_jiffies(IWARP_RX_STAGE_IDLE_MS));
+}
+
+/*
+ * Idle since the last read: the pages back, unless an FPDU is halfway
+ * through the stage or waits for rx_work to take its pages. The socket
+ * lock excludes the receive engine (softirq finds the socket owned and
+ * leaves the segments to the backlog). iwarp_conn_close() cancels the
+ * work once the engine is stopped; the connection's release frees what
+ * is left.
+ */
+void iwarp_rx_stage_work(struct work_struct *work)
+{
+	struct iwarp_conn *conn = container_of(to_delayed_work(work), struct iwarp_conn,
+					       stage_work);
+	unsigned long idle = msecs_to_jiffies(IWARP_RX_STAGE_IDLE_MS);
+	struct sock *sk = conn->sock->sk;
+
+	lock_sock(sk);
+	if (!READ_ONCE(conn->closing)) {
+		if (time_before(jiffies, conn->rx_last + idle))
+			iwarp_rx_stage_arm(conn, conn->rx_last + idle - jiffies);
+		else if (!conn->rx_staged && !conn->rx_stage_wait)
+			iwarp_rx_stage_free(conn);
+	}
+	release_sock(sk);
+	iwarp_conn_put(conn);		/* the work's */
 }
 
 /* From iwarp_conn_release(), or with the receive engine excluded. */
@@ -490,6 +546,7 @@ void iwarp_rx_stage_free(struct iwarp_conn *conn)
 	for (i = 0; i < IWARP_RX_STAGE_PAGES && conn->rx_stage[i]; i++) {
 		__free_page(conn->rx_stage[i]);
 		conn->rx_stage[i] = NULL;
+		atomic_long_dec(&iwarp_rx_stage_pages);
 	}
 	conn->rx_staged = false;
 }
@@ -635,6 +692,18 @@ static int iwarp_rx_atomic_req(struct iwarp_conn *conn, const struct iwp_rx_ev *
 }
 
 /*
+ * A Read or atomic completed, under conn->lock: whether the transmit
+ * engine waits for that (an ORD slot, a fence) and needs a kick.
+ */
+static bool iwarp_rx_ord_free(struct iwarp_conn *conn)
+{
+	bool kick = conn->ord_stall;
+
+	conn->ord_stall = false;
+	return kick;
+}
+
+/*
  * An Atomic Response (RDMAP-EXT-19, 21): the answer to the ORQ head, which
  * must be the atomic it names; the original value goes to its result
  * buffer and the work request completes with it.
@@ -646,7 +715,7 @@ static int iwarp_rx_atomic_resp(struct iwarp_conn *conn, const struct iwp_rx_ev 
 	struct iwarp_swqe *e;
 	unsigned long flags;
 	u64 orig = a->orig;
-	bool failed = false;
+	bool failed = false, kick;
 	int err;
 
 	/*
@@ -681,6 +750,7 @@ static int iwarp_rx_atomic_resp(struct iwarp_conn *conn, const struct iwp_rx_ev 
 	e->done = 1;
 	conn->orq_head++;
 	iwarp_sq_complete(conn);
+	kick = iwarp_rx_ord_free(conn);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	conn->aresp_msn++;
 	if (err) {
@@ -689,7 +759,8 @@ static int iwarp_rx_atomic_resp(struct iwarp_conn *conn, const struct iwp_rx_ev 
 		conn->rx_bad = true;
 		return -EBADMSG;
 	}
-	iwarp_tx_kick(conn);	/* an ORD slot is free */
+	if (kick)
+		iwarp_tx_kick(conn);
 	return 0;
 }
 
@@ -698,6 +769,7 @@ static void iwarp_rx_read_done(struct iwarp_conn *conn, u32 plen, bool last)
 {
 	struct iwarp_orq_ent *o;
 	unsigned long flags;
+	bool kick = false;
 
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->orq_head == conn->orq_tail) {
@@ -711,10 +783,11 @@ static void iwarp_rx_read_done(struct iwarp_conn *conn, u32 plen, bool last)
 			conn->swq[o->sq_idx & (conn->qp->sq.entries - 1)].done = 1;
 		conn->orq_head++;
 		iwarp_sq_complete(conn);
+		kick = iwarp_rx_ord_free(conn);
 	}
 	spin_unlock_irqrestore(&conn->lock, flags);
-	if (last)
-		iwarp_tx_kick(conn);	/* an ORD slot is free */
+	if (kick)
+		iwarp_tx_kick(conn);
 }
 
 /*
@@ -939,7 +1012,7 @@ void iwarp_rx_direct(struct iwarp_conn *conn)
 	if (conn->rx_stage_wait)
 		iwarp_conn_queue(conn, iwarp_wq, &conn->rx_work);
 	else
-		iwarp_rx_stage_trim(conn);
+		iwarp_rx_stage_idle(conn);
 }
 
 /* Parses what the socket holds; called by rx_work and before a close. */
@@ -962,7 +1035,7 @@ void iwarp_rx_read(struct iwarp_conn *conn)
 				break;
 			cond_resched();
 		}
-		iwarp_rx_stage_trim(conn);
+		iwarp_rx_stage_idle(conn);
 	}
 	release_sock(sk);
 }

@@ -321,7 +321,7 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	struct iwarp_swqe *e;
 	unsigned long flags;
 	u32 head, outstanding;
-	bool write_sink;
+	bool write_sink, stall;
 	int err;
 
 	/* Entries the application posted; pairs with its release store of head. */
@@ -333,12 +333,18 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 		return 0;
 	memcpy(wr, iwarp_ring_slot(&qp->sq, conn->sq_next), sizeof(*wr));
 
+	/*
+	 * ORD or a fence: rx.c kicks when a Read or atomic completes, if
+	 * told so under the same lock (a kick per completion would wake
+	 * the engine for nothing, and take the next doorbell's run).
+	 */
 	spin_lock_irqsave(&conn->lock, flags);
 	outstanding = conn->orq_tail - conn->orq_head;
+	conn->ord_stall = (iwarp_wr_ord(wr->opcode) && outstanding >= conn->ord_max &&
+			   conn->ord_max) || ((wr->flags & IWARP_WR_F_FENCE) && outstanding);
+	stall = conn->ord_stall;
 	spin_unlock_irqrestore(&conn->lock, flags);
-	if (iwarp_wr_ord(wr->opcode) && outstanding >= conn->ord_max && conn->ord_max)
-		return 0;	/* ORD: rx.c kicks when a Read or atomic completes */
-	if ((wr->flags & IWARP_WR_F_FENCE) && outstanding)
+	if (stall)
 		return 0;
 
 	e = iwarp_cur_swqe(conn);

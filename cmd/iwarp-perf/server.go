@@ -188,7 +188,11 @@ func newServerConn(c *userlib.Context, pd *userlib.PD, req *request) (*serverCon
 			dataLen = 0
 		}
 	}
-	ep, err := newEndpoint(c, pd, q, int(req.Index), dataLen, access, slot, nrecv, busyPolls(req.Lat, req.Test))
+	// The server of a Read or atomic latency test takes no part in it
+	// (the kernel answers) and only waits for the end marker: it sleeps,
+	// as perftest's does, rather than spin on a CPU the responder needs.
+	busy := busyPolls(req.Lat, req.Test) && req.Test != testRead && req.Test != testAtomic
+	ep, err := newEndpoint(c, pd, q, int(req.Index), dataLen, access, slot, nrecv, busy)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -400,6 +400,56 @@ func TestRDMAReadDepth(t *testing.T) {
 	}
 }
 
+// TestRDMAFence: a Write with the Fence flag waits until the Read before it
+// has completed. The Read and the Write cover the same remote octets: had
+// the Write gone out before the Read's response was all sent, the
+// responder would read back some of the Write's data. The kernel holds the
+// fenced Write in the SQ and is told to go on when the Read completes; with
+// the ORD at 1 a second Read waits for the first likewise.
+func TestRDMAFence(t *testing.T) {
+	tp := newTopology(t)
+	linkUpWith(t, tp, ctl.LinkConfig{Flags: ctl.FlagCRC}, ctl.LinkConfig{IRD: 1})
+	const size = 256 << 10
+	a := newRdmaEnd(t, tp.A, 3*size, rdmaAccess)
+	b := newRdmaEnd(t, tp.B, size, rdmaAccess)
+	connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), nil)
+	for round := range 4 {
+		orig, next := byte(2*round+1), byte(2*round+2)
+		fillPattern(b.buf[:size], orig)
+		fillPattern(a.buf[2*size:], next)
+		clear(a.buf[:2*size])
+		wrs := []userlib.SendWR{
+			{WRID: 1, Op: userlib.OpRead, Flags: userlib.Signaled, SGEs: []userlib.SGE{a.mr.SGE(0, size)},
+				RemoteAddr: b.mr.Addr(), RKey: b.mr.STag()},
+			{WRID: 2, Op: userlib.OpWrite, Flags: userlib.Signaled | userlib.Fence, SGEs: []userlib.SGE{a.mr.SGE(2*size, size)},
+				RemoteAddr: b.mr.Addr(), RKey: b.mr.STag()},
+			{WRID: 3, Op: userlib.OpRead, Flags: userlib.Signaled, SGEs: []userlib.SGE{a.mr.SGE(size, size)},
+				RemoteAddr: b.mr.Addr(), RKey: b.mr.STag()},
+		}
+		for _, wr := range wrs {
+			if err := a.qp.PostSend(wr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, wc := range a.wait(t, len(wrs), 30*time.Second) {
+			if wc.Status != userlib.StatusSuccess || wc.WRID != uint64(i+1) || wc.ByteLen != size {
+				t.Fatalf("round %d: work request %d completed %+v", round, i+1, wc)
+			}
+		}
+		want := make([]byte, size)
+		fillPattern(want, orig)
+		if !bytes.Equal(a.buf[:size], want) {
+			t.Fatalf("round %d: the Read before the fenced Write read some of the Write's data", round)
+		}
+		if !bytes.Equal(a.buf[size:2*size], a.buf[2*size:]) || !bytes.Equal(b.buf[:size], a.buf[2*size:]) {
+			t.Fatalf("round %d: the Read after the fenced Write did not read the Write's data", round)
+		}
+	}
+	if err := b.qp.Err(); err != nil {
+		t.Fatalf("responder: %v", err)
+	}
+}
+
 // TestRDMAInvalidate shows that an STag invalidated by the peer's Send with
 // Invalidate, or locally, refuses the peer's RDMA Write afterwards.
 func TestRDMAInvalidate(t *testing.T) {

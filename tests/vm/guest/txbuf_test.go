@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iwarp/iwarp/ctl"
 	"github.com/vishvananda/netlink"
@@ -95,6 +96,45 @@ func TestRxStageTask(t *testing.T) {
 				t.Logf("FPDU headers whose stage pages rx_work took: %d", d)
 			})
 		}
+	}
+}
+
+// TestRxStageIdle: with CRC, a connection keeps the stage pages it took
+// while it receives and gives them back once idle. 200 Sends of 1,000
+// octets (an FPDU each over the veth) take a page or so, not one per FPDU
+// as the module once did (a page taken and given back per FPDU was most of
+// a small message's time with CRC); then, the connection still up, the
+// pages held drop to none (kmod: IWARP_RX_STAGE_IDLE_MS, 500 ms), and the
+// next Send takes one again.
+func TestRxStageIdle(t *testing.T) {
+	const msgs, size = 200, 1000
+	_, a, b := knobPair(t, "veth", ctl.FlagCRC, size)
+	send := matrixOps[0]
+	before := readIwarpMemory(t)
+	for i := range msgs {
+		if err := matrixOne(t, a, b, send, size, byte(i)); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	after := readIwarpMemory(t)
+	took := after["rx_stage_allocs"] - before["rx_stage_allocs"]
+	if took < 1 || took >= msgs/4 {
+		t.Fatalf("%d stage pages taken for %d FPDUs: want at least one, far fewer than one per FPDU", took, msgs)
+	}
+	t.Logf("stage pages taken for %d FPDUs: %d", msgs, took)
+	idle := time.Now()
+	for deadline := idle.Add(10 * time.Second); readIwarpMemory(t)["rx_stage_pages"] != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("stage pages still held 10 s after the last FPDU: %v", readIwarpMemory(t))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("stage pages given back %v after the last FPDU", time.Since(idle).Round(time.Millisecond))
+	if err := matrixOne(t, a, b, send, size, 1); err != nil {
+		t.Fatalf("send after the idle release: %v", err)
+	}
+	if d := readIwarpMemory(t)["rx_stage_allocs"] - after["rx_stage_allocs"]; d < 1 {
+		t.Fatalf("the send after the idle release took no stage page (%d)", d)
 	}
 }
 
