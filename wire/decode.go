@@ -29,6 +29,13 @@ type Record struct {
 	CRC      string `json:"crc"`       // "ok", "bad" or "off"
 	CRCField uint32 `json:"crc_field"` // CRC field as received
 
+	SegmentRecord
+}
+
+// SegmentRecord is what a DDP segment decodes to, whatever carried it: the
+// ULPDU of an MPA FPDU (in a Record) or the DDP segment of an SCTP DDP
+// Segment chunk (RFC 5043). Its JSON keys are a Record's.
+type SegmentRecord struct {
 	DDP   *DDPRecord   `json:"ddp,omitempty"`   // absent if the ULPDU is shorter than a DDP header
 	RDMAP *RDMAPRecord `json:"rdmap,omitempty"` // absent with DDP
 
@@ -169,20 +176,29 @@ func DecodeStream(r io.Reader, opt StreamOptions, emit func(Record) error) error
 
 // NewRecord decodes the ULPDU of f into a Record.
 func NewRecord(f *FPDU, payload bool) Record {
-	rec := Record{
-		Offset:   f.Offset,
-		WireLen:  f.WireLen,
-		Len:      len(f.ULPDU),
-		Pad:      f.Pad,
-		Markers:  f.Markers,
-		CRC:      f.CRC.String(),
-		CRCField: f.CRCField,
+	return Record{
+		Offset:        f.Offset,
+		WireLen:       f.WireLen,
+		Len:           len(f.ULPDU),
+		Pad:           f.Pad,
+		Markers:       f.Markers,
+		CRC:           f.CRC.String(),
+		CRCField:      f.CRCField,
+		SegmentRecord: NewSegmentRecord(f.ULPDU, payload),
 	}
+}
+
+// NewSegmentRecord decodes a DDP segment (an FPDU's ULPDU, or the DDP
+// segment of an SCTP chunk) into a SegmentRecord: its DDP and RDMAP
+// headers, why it is not valid and the Terminate that implies, and with
+// payload the segment in hex.
+func NewSegmentRecord(ulpdu []byte, payload bool) SegmentRecord {
+	var rec SegmentRecord
 	if payload {
-		h := hex.EncodeToString(f.ULPDU)
+		h := hex.EncodeToString(ulpdu)
 		rec.ULPDU = &h
 	}
-	if err := ValidateSegment(f.ULPDU); err != nil {
+	if err := ValidateSegment(ulpdu); err != nil {
 		rec.Error = err.Error()
 		var pe *ProtocolError
 		if errors.As(err, &pe) {
@@ -194,7 +210,7 @@ func NewRecord(f *FPDU, payload bool) Record {
 			rec.ErrorTerminate = &TermCode{Layer: t.Layer, EType: t.EType, ECode: t.ECode}
 		}
 	}
-	s, err := ParseSegment(f.ULPDU)
+	s, err := ParseSegment(ulpdu)
 	if err != nil {
 		return rec
 	}
@@ -219,7 +235,7 @@ func NewRecord(f *FPDU, payload bool) Record {
 		t := &s.Terminate
 		tr := &TerminateRecord{Layer: t.Layer, EType: t.EType, ECode: t.ECode, M: t.M, D: t.D, R: t.R,
 			Layout: t.Layout.String(), Short: t.Short,
-			Control:     hex.EncodeToString(f.ULPDU[DDPUntaggedHeaderLen : DDPUntaggedHeaderLen+TerminateControlLen]),
+			Control:     hex.EncodeToString(ulpdu[DDPUntaggedHeaderLen : DDPUntaggedHeaderLen+TerminateControlLen]),
 			DDPHeader:   hex.EncodeToString(t.DDPHeader),
 			RDMAPHeader: hex.EncodeToString(t.RDMAPHeader)}
 		if (t.D || t.M) && !t.Short {
@@ -260,6 +276,15 @@ func (rec *Record) Text() string {
 	if rec.CRC != "off" {
 		fmt.Fprintf(&b, " crc_field=0x%08x", rec.CRCField)
 	}
+	b.WriteString(rec.SegmentRecord.Text())
+	return b.String()
+}
+
+// Text formats the segment's fields as `iwarpctl decode` prints them after
+// an FPDU's or a chunk's own: parts that each start with " | " (ddp,
+// rdmap, error, ulpdu), or "" for nothing.
+func (rec *SegmentRecord) Text() string {
+	var b strings.Builder
 	if d := rec.DDP; d != nil {
 		model := "untagged"
 		if d.Tagged {
