@@ -31,7 +31,8 @@ type pcapOptions struct {
 var dirNames = [2]string{"i2r", "r2i"}
 
 // pcapDecoder decodes the MPA connections of one capture. It is the
-// pcap.Handler of the TCP reassembly.
+// pcap.Handler of the TCP reassembly; its sctpDecoder does the SCTP
+// associations.
 type pcapDecoder struct {
 	out, errw io.Writer
 	enc       *json.Encoder
@@ -147,6 +148,7 @@ func runDecodePcap(in io.Reader, out, errw io.Writer, g *globalFlags, opt pcapOp
 		return &exitError{code: 1, err: fmt.Errorf("decode %s: %w", name, err)}
 	}
 	asm := pcap.NewAssembler(d)
+	sd := newSCTPDecoder(d)
 	var fileErr error
 	for {
 		p, err := r.Next()
@@ -159,6 +161,15 @@ func runDecodePcap(in io.Reader, out, errw io.Writer, g *globalFlags, opt pcapOp
 		}
 		d.packets++
 		seg, err := pcap.DecodeTCP(p.LinkType, p.Data)
+		if errors.Is(err, pcap.ErrNotTCP) {
+			serr := sd.add(p)
+			if serr == nil {
+				continue
+			}
+			if !errors.Is(serr, pcap.ErrNotSCTP) {
+				err = serr
+			}
+		}
 		if err != nil {
 			d.ignored++
 			if errors.Is(err, pcap.ErrLinkType) {
@@ -175,10 +186,11 @@ func runDecodePcap(in io.Reader, out, errw io.Writer, g *globalFlags, opt pcapOp
 		asm.Add(&seg, p.N)
 	}
 	asm.Flush()
+	sd.asm.Flush()
 	for _, tc := range asm.Conns() {
 		d.finish(tc)
 	}
-	d.summary(asm.Conns())
+	d.summary(asm.Conns(), sd)
 	var errs []string
 	lts := make([]pcap.LinkType, 0, len(d.linkErrs))
 	for lt := range d.linkErrs {
@@ -782,8 +794,8 @@ func (d *pcapDecoder) finish(tc *pcap.Conn) {
 }
 
 // summary prints one line per direction of each connection, one per
-// skipped connection and the totals.
-func (d *pcapDecoder) summary(conns []*pcap.Conn) {
+// skipped connection, the SCTP associations and the totals.
+func (d *pcapDecoder) summary(conns []*pcap.Conn, sd *sctpDecoder) {
 	var mpa, skipped, fpdus int
 	for _, tc := range conns {
 		c := d.conn(tc)
@@ -800,10 +812,16 @@ func (d *pcapDecoder) summary(conns []*pcap.Conn) {
 			d.emit(dr.summaryText(), &summaryLine{Conn: c.label, Dir: dr.name, Summary: s})
 		}
 	}
+	assocs := sd.summary()
 	tot := totalJSON{Connections: len(conns), MPA: mpa, Skipped: skipped, FPDUs: fpdus, Errors: d.errors,
 		Packets: d.packets, Ignored: d.ignored}
-	d.emit(fmt.Sprintf("summary total connections=%d mpa=%d skipped=%d fpdus=%d errors=%d packets=%d ignored_packets=%d",
-		tot.Connections, tot.MPA, tot.Skipped, tot.FPDUs, tot.Errors, tot.Packets, tot.Ignored), &summaryLine{Summary: tot})
+	text := fmt.Sprintf("summary total connections=%d mpa=%d skipped=%d fpdus=%d errors=%d packets=%d ignored_packets=%d",
+		tot.Connections, tot.MPA, tot.Skipped, tot.FPDUs, tot.Errors, tot.Packets, tot.Ignored)
+	if assocs > 0 {
+		tot.Associations, tot.SCTPDDP = &assocs, &sd.ddp
+		text += fmt.Sprintf(" sctp_associations=%d sctp_ddp_chunks=%d", assocs, sd.ddp)
+	}
+	d.emit(text, &summaryLine{Summary: tot})
 }
 
 func (dr *mpaDir) summaryText() string {
@@ -927,6 +945,10 @@ type totalJSON struct {
 	Errors      int `json:"errors"`
 	Packets     int `json:"packets"`
 	Ignored     int `json:"ignored_packets"`
+	// With SCTP in the capture: associations, and DDP chunks (PPID 16
+	// and 17) decoded.
+	Associations *int `json:"sctp_associations,omitempty"`
+	SCTPDDP      *int `json:"sctp_ddp_chunks,omitempty"`
 }
 
 func b2i(v bool) int {

@@ -228,7 +228,13 @@ func TestSCTPMultihoming(t *testing.T) {
 	r := pcaptest.NewAssoc(pcap.LinkTypeEthernet, sctpA, sctpB, 0x5555, 0x6666, 1, 1)
 	r.Handshake(nil, nil)
 	r.Send(1, 0, 16, []byte("new"))
-	pkts := append(append(append([]pcaptest.Packet{}, s.Packets...), m.Packets...), r.Packets...)
+	// Only INIT and INIT ACK, then the initiator's first packet on
+	// another path: its tag is known from the INIT ACK alone.
+	h := pcaptest.NewAssoc(pcap.LinkTypeEthernet, netip.MustParseAddrPort("192.0.2.1:5050"), sctpB, 0x7777, 0x8888, 30, 40)
+	h.PacketTag(0, 0, pcaptest.Init(false, h.Tag[1], 1000, 1, 1, h.TSN[0]))
+	h.Packet(1, pcaptest.Init(true, h.Tag[0], 1000, 1, 1, h.TSN[1]))
+	h.PacketOn(netip.MustParseAddrPort("198.51.100.1:5050"), b2, h.Tag[0], h.Message(0, 0, 0, 16, true, []byte("other path first"), 0)...)
+	pkts := append(append(append(append([]pcaptest.Packet{}, s.Packets...), m.Packets...), r.Packets...), h.Packets...)
 	a, ev := assembleSCTP(t, nil, pkts, s.Link)
 	checkEvents(t, ev,
 		"a1 d0 pkt1 init ack=false tag=0x1111 adaptation=false/0",
@@ -241,9 +247,12 @@ func TestSCTPMultihoming(t *testing.T) {
 		"a3 d0 pkt11 init ack=false tag=0x5555 adaptation=false/0",
 		"a3 d1 pkt12 init ack=true tag=0x6666 adaptation=false/0",
 		`a3 d1 pkt15 sid0 ssn0 u=true ppid16 tsn1-1 frags1 "new"`,
-		"a1 end", "a2 end", "a3 end")
+		"a4 d0 pkt16 init ack=false tag=0x7777 adaptation=false/0",
+		"a4 d1 pkt17 init ack=true tag=0x8888 adaptation=false/0",
+		`a4 d0 pkt18 sid0 ssn0 u=true ppid16 tsn30-30 frags1 "other path first"`,
+		"a1 end", "a2 end", "a3 end", "a4 end")
 	as := a.Associations()
-	if len(as) != 3 {
+	if len(as) != 4 {
 		t.Fatalf("%d associations", len(as))
 	}
 	want := [][2]netip.AddrPort{{sctpA, sctpB}, {a2, b2}, {sctpA, b2}}
