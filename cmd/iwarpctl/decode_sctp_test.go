@@ -267,7 +267,7 @@ func TestDecodeSCTPSequence(t *testing.T) {
 	s.Send(0, 2, wire.PPIDDDPSegment, segment(4, send(2, "b"))) // 4 again, ahead of the next
 	s.Packet(0, s.Message(0, 2, 0, wire.PPIDDDPSegment, false, segment(5, send(3, "c")), 0)...)
 	w := s.Message(0, 2, 0, wire.PPIDDDPSegment, true, segment(6, rdmaWrite(1, 0, 100)), 40)
-	s.Packet(0, w[0], w[2]) // w[1] lost
+	s.Packet(0, w[0], w[2])                      // w[1] lost
 	s.Send(0, 2, wire.PPIDDDPSegment, []byte{0}) // no DDP-SSN
 	code, out, errs := decodeRun(t, pcaptest.Pcap(s.Link, s.Packets, binary.LittleEndian, true), nil, "decode", "FILE")
 	if code != 0 || errs != "" {

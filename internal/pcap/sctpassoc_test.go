@@ -131,7 +131,7 @@ func TestSCTPIncomplete(t *testing.T) {
 	s := pcaptest.NewAssoc(pcap.LinkTypeRaw, sctpA, sctpB, 1, 2, 0xfffffffe, 1)
 	m := s.Message(0, 4, 0, 16, true, []byte("abcdefghij"), 2) // TSN 0xfffffffe..2
 	s.Packet(0, m[0], m[1])
-	s.Packet(0, m[3], m[4]) // m[2] lost
+	s.Packet(0, m[3], m[4])                                 // m[2] lost
 	w := s.Message(0, 4, 0, 16, true, []byte("wrapped"), 4) // TSN 3, 4
 	s.Packet(0, w...)
 	tail := s.Message(0, 5, 0, 16, true, []byte("xyz"), 1) // TSN 5-7
@@ -179,11 +179,11 @@ func TestSCTPBounds(t *testing.T) {
 	for range 20 {
 		s.Send(0, 0, 16, []byte("x")) // 1003-1022
 	}
-	s.Packet(0, big[1], big[2]) // 20 TSNs behind: dropped
+	s.Packet(0, big[1], big[2])                                  // 20 TSNs behind: dropped
 	held := s.Message(0, 0, 0, 16, true, make([]byte, 200), 100) // 1023-1024
 	s.Packet(0, held[0])
 	other := s.Message(0, 1, 0, 16, true, make([]byte, 200), 100) // 1025-1026
-	s.Packet(0, other[0])                                           // 200 octets held: over 150
+	s.Packet(0, other[0])                                         // 200 octets held: over 150
 	a, ev := assembleSCTP(t, func(a *pcap.SCTPAssembler) { a.TSNWindow, a.MaxBuffer = 8, 150 }, s.Packets, s.Link)
 	var msgs int
 	var inc []string
