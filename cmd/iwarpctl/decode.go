@@ -16,7 +16,8 @@ import (
 )
 
 const decodeLong = `Decode iWARP traffic: a packet capture (pcap or pcapng, as dumpcap, tshark
-and tcpdump write them) or one direction of a raw MPA byte stream. FILE "-"
+and tcpdump write them; MPA over TCP and DDP over SCTP) or one direction of
+a raw MPA byte stream. FILE "-"
 reads standard input. A capture is recognised by its magic number; --raw
 reads any FILE as a raw stream. docs/DECODE.md has the details.
 
@@ -43,20 +44,49 @@ where the mode came from. A summary ends the output: per direction FPDUs,
 opcodes, Terminates, CRC, marker and framing errors, holes and TCP
 counters; skipped connections; totals.
 
+SCTP (DDP over SCTP, RFC 5043). SCTP packets in the same captures (IPv4
+protocol or IPv6 next header 132) are grouped into associations: by
+verification tag, so packets of a multihomed association on other
+addresses join it, else by addresses and ports; the initiator is the side
+that sent the INIT. The INIT and INIT ACK are printed (tags, a_rwnd,
+streams, initial TSN, parameters, adaptation indication); a missing
+indication, or one other than 0x00000001, is a note: DDP is not expected
+on that association. User messages are put back together from their DATA
+chunks by TSN (retransmitted TSNs dropped, fragments out of order taken
+within 32768 TSNs); each complete one is a line by PPID: 17 a session
+control chunk (function, DDP-SSN, private data), 16 a DDP segment (DDP-SSN,
+then the DDP and RDMAP headers as in an FPDU line), with the stream id
+(sid), TSN range and U bit; other PPIDs are counted. There is no MPA,
+marker or MPA CRC on SCTP. The SCTP checksum (CRC32c) is checked, and a
+mismatch is counted (bad_checksums; --verbose names each packet), not an
+error: captures on the sending host hold checksums left to offload.
+Notes report chunks without U, DDP-SSNs repeated or missing (per stream,
+from a session's first chunk) and I-DATA chunks (not decoded); a message
+that never completed is an "incomplete" line. A malformed chunk is an
+error (exit 1); the chunks before it and the rest of the capture are
+decoded. Summaries per association and direction follow the TCP ones.
+
 When the capture starts after a connection's negotiation, --crc and
 --markers say how both its directions are framed (--offset is then the
 FPDU-mode stream position of the first octet captured); without either
 flag such connections are skipped. Where one frame is missing the flags
 stand in for it; where both are captured the flags are ignored.
 
-Exit status 1 when a CRC, marker or framing error, a hole in a stream, an
-unsupported link type or a damaged capture file was found, each reported
-in one line on stderr; decoding goes on with the other directions. A
-capture that ends inside an FPDU is "incomplete", not an error.
+Exit status 1 when a CRC, marker or framing error, a hole in a stream, a
+malformed SCTP chunk, an unsupported link type or a damaged capture file
+was found, each reported in one line on stderr; decoding goes on with the
+other directions. A capture that ends inside an FPDU is "incomplete", not
+an error.
 
 With -j each line is a JSON object: an FPDU has the keys below plus conn,
 dir and frame; an MPA frame {conn, dir, frame, mpa}; a mode {conn, dir,
 fpdu_mode}; a note {conn, dir, note}; a summary {conn, dir, summary}.
+SCTP: an INIT or INIT ACK {conn, dir, frame, sctp_init}; a message {conn,
+dir, frame, sctp: {sid, tsn, tsn_last, fragments, u, ppid, len, ddp_ssn}}
+plus, for PPID 17, session {func, code, pd_length, pdata, error,
+error_terminate} or, for PPID 16, the keys ddp, rdmap, error,
+error_terminate and ulpdu below; an incomplete message {conn, dir, frame,
+sctp_incomplete}; SCTP summaries have "transport": "sctp".
 
 Raw stream. --offset is the stream position of the first octet counted from
 the start of FPDU mode in this direction; it fixes where markers fall
@@ -106,7 +136,7 @@ func newDecodeCmd(g *globalFlags) *cobra.Command {
 	var raw bool
 	cmd := &cobra.Command{
 		Use:   "decode [--markers] [--crc] [--offset N] [--payload] [--raw] [--verbose] FILE|-",
-		Short: "Decode iWARP traffic in a capture (pcap, pcapng) or a raw MPA stream",
+		Short: "Decode iWARP traffic in a capture (pcap, pcapng; TCP and SCTP) or a raw MPA stream",
 		Long:  decodeLong,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // Package pcap reads packet capture files (classic pcap and pcapng), takes
-// the TCP segments out of their packets (Ethernet, Linux cooked SLL and SLL2,
-// raw IP; IPv4 and IPv6) and reassembles each direction of every TCP
-// connection into an ordered byte stream. It is what `iwarpctl decode` uses
-// to read the captures dumpcap and tcpdump write.
+// the TCP segments and SCTP packets out of their packets (Ethernet, Linux
+// cooked SLL and SLL2, raw IP; IPv4 and IPv6), reassembles each direction of
+// every TCP connection into an ordered byte stream, and puts the user
+// messages of every SCTP association back together from their DATA chunks.
+// It is what `iwarpctl decode` uses to read the captures dumpcap and tcpdump
+// write.
 //
 // The package is self-contained and small: it knows only what decoding iWARP
 // traffic needs. Every error matches one of the Err* sentinels with
