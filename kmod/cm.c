@@ -582,6 +582,8 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		iwarp_conn_put(conn);
 	if (cancel_delayed_work_sync(&conn->stage_work))
 		iwarp_conn_put(conn);
+	/* Not kept until the QP is destroyed: the engine is excluded now. */
+	iwarp_rx_stage_free(conn);
 	if (conn->ifindex && conn->kind != IWARP_CM_KIND_LISTENER) {
 		struct iwarp_link_stats st = {};
 

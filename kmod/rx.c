@@ -517,20 +517,20 @@ static void iwarp_rx_stage_idle(struct iwarp_conn *conn)
  * through the stage or waits for rx_work to take its pages. The socket
  * lock excludes the receive engine (softirq finds the socket owned and
  * leaves the segments to the backlog). iwarp_conn_close() cancels the
- * work once the engine is stopped; the connection's release frees what
- * is left.
+ * work once the engine is stopped and gives the pages back.
  */
 void iwarp_rx_stage_work(struct work_struct *work)
 {
 	struct iwarp_conn *conn = container_of(to_delayed_work(work), struct iwarp_conn,
 					       stage_work);
-	unsigned long idle = msecs_to_jiffies(IWARP_RX_STAGE_IDLE_MS);
+	unsigned long now, idle = msecs_to_jiffies(IWARP_RX_STAGE_IDLE_MS);
 	struct sock *sk = conn->sock->sk;
 
 	lock_sock(sk);
+	now = jiffies;
 	if (!READ_ONCE(conn->closing)) {
-		if (time_before(jiffies, conn->rx_last + idle))
-			iwarp_rx_stage_arm(conn, conn->rx_last + idle - jiffies);
+		if (time_before(now, conn->rx_last + idle))
+			iwarp_rx_stage_arm(conn, conn->rx_last + idle - now);
 		else if (!conn->rx_staged && !conn->rx_stage_wait)
 			iwarp_rx_stage_free(conn);
 	}
@@ -699,7 +699,7 @@ static bool iwarp_rx_ord_free(struct iwarp_conn *conn)
 {
 	bool kick = conn->ord_stall;
 
-	conn->ord_stall = false;
+	WRITE_ONCE(conn->ord_stall, false);
 	return kick;
 }
 

@@ -340,9 +340,9 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	 */
 	spin_lock_irqsave(&conn->lock, flags);
 	outstanding = conn->orq_tail - conn->orq_head;
-	conn->ord_stall = (iwarp_wr_ord(wr->opcode) && outstanding >= conn->ord_max &&
-			   conn->ord_max) || ((wr->flags & IWARP_WR_F_FENCE) && outstanding);
-	stall = conn->ord_stall;
+	stall = (iwarp_wr_ord(wr->opcode) && outstanding >= conn->ord_max && conn->ord_max) ||
+		((wr->flags & IWARP_WR_F_FENCE) && outstanding);
+	WRITE_ONCE(conn->ord_stall, stall);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (stall)
 		return 0;
@@ -1010,7 +1010,15 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 				return;
 			continue;
 		}
-		if (!err && conn->tx_len == conn->tx_sent && !iwarp_tx_idle(conn)) {
+		if (!err && conn->tx_len == conn->tx_sent &&
+		    (READ_ONCE(conn->ord_stall) || !iwarp_tx_idle(conn))) {
+			/*
+			 * Nothing left, or the SQ head waits for a Read or
+			 * atomic to complete (ORD, a fence): rx.c kicks then,
+			 * and the doorbell stays suppressed meanwhile (the
+			 * engine runs again anyway). Polling the head instead
+			 * spun a worker for as long as the peer did not answer.
+			 */
 			iwarp_tx_buf_idle(conn);
 			return;
 		}
