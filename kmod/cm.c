@@ -31,6 +31,7 @@
 static DEFINE_XARRAY_ALLOC1(iwarp_cm_index);
 static u32 iwarp_cm_next_id;
 struct workqueue_struct *iwarp_wq;
+struct workqueue_struct *iwarp_resp_wq;
 struct workqueue_struct *iwarp_cm_wq;
 atomic_t iwarp_conns_live = ATOMIC_INIT(0);
 
@@ -116,6 +117,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	INIT_WORK(&conn->close_work, iwarp_cm_close_work);
 	INIT_WORK(&conn->rx_work, iwarp_rx_work);
 	INIT_WORK(&conn->tx_work, iwarp_tx_work);
+	INIT_WORK(&conn->resp_work, iwarp_tx_resp_work);
 	INIT_DELAYED_WORK(&conn->linger_work, iwarp_conn_linger_work);
 	INIT_DELAYED_WORK(&conn->txbuf_work, iwarp_tx_buf_work);
 	INIT_DELAYED_WORK(&conn->stage_work, iwarp_rx_stage_work);
@@ -574,6 +576,7 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	}
 	iwarp_conn_cancel(conn, &conn->rx_work);
 	iwarp_conn_cancel(conn, &conn->tx_work);
+	iwarp_conn_cancel(conn, &conn->resp_work);
 	iwarp_cm_unpend(conn);
 	if (conn->qp)
 		iwarp_conn_close_qp(conn, status);
@@ -826,33 +829,43 @@ void iwarp_cm_qp_close(struct iwarp_qp *qp)
 /* ------------------------------------------------------------- module */
 
 /*
- * Two queues: the MPA exchanges (which never block on a peer either, but
+ * Three queues: the MPA exchanges (which never block on a peer either, but
  * whose number a remote peer drives) run apart from the engines and
- * closes, so a flood of connection setups cannot delay anyone's datapath.
+ * closes, so a flood of connection setups cannot delay anyone's datapath;
+ * and the answer to a lone small Read or atomic runs on the CPU that
+ * received its request, at high priority (iwarp_tx_kick_resp()).
  */
 int iwarp_conn_init(void)
 {
 	iwarp_wq = alloc_workqueue("iwarp", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!iwarp_wq)
 		return -ENOMEM;
+	iwarp_resp_wq = alloc_workqueue("iwarp_resp", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	if (!iwarp_resp_wq)
+		goto no_resp;
 	iwarp_cm_wq = alloc_workqueue("iwarp_cm", WQ_UNBOUND, WQ_UNBOUND_MAX_ACTIVE);
-	if (!iwarp_cm_wq) {
-		destroy_workqueue(iwarp_wq);
-		return -ENOMEM;
-	}
+	if (!iwarp_cm_wq)
+		goto no_cm;
 	return 0;
+no_cm:
+	destroy_workqueue(iwarp_resp_wq);
+no_resp:
+	destroy_workqueue(iwarp_wq);
+	return -ENOMEM;
 }
 
 void iwarp_conn_drain(void)
 {
 	drain_workqueue(iwarp_cm_wq);
 	drain_workqueue(iwarp_wq);
+	drain_workqueue(iwarp_resp_wq);
 }
 
 void iwarp_conn_exit(void)
 {
 	/* Every context is closed: no object is left. */
 	destroy_workqueue(iwarp_cm_wq);
+	destroy_workqueue(iwarp_resp_wq);
 	destroy_workqueue(iwarp_wq);
 	if (atomic_read(&iwarp_conns_live))
 		pr_err("leak: %d connections\n", atomic_read(&iwarp_conns_live));

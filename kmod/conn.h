@@ -217,6 +217,7 @@ struct iwarp_conn {
 
 	/* Transmit (tx_lock) */
 	struct work_struct tx_work;
+	struct work_struct resp_work;	/* the same run, on iwarp_resp_wq */
 	struct mutex tx_lock;		/* the transmit state below; flushing */
 	struct iwp_mpa_tx mtx;
 	struct page *txpage;		/* the buffer framed into, or NULL */
@@ -310,6 +311,8 @@ void iwarp_conn_exit(void);
 
 /* The engines' and closes' work; the MPA exchanges have their own. */
 extern struct workqueue_struct *iwarp_wq;
+/* The transmit engine's run for a lone small response (resp_work). */
+extern struct workqueue_struct *iwarp_resp_wq;
 extern struct workqueue_struct *iwarp_cm_wq;
 
 void iwarp_conn_get(struct iwarp_conn *conn);
@@ -360,8 +363,10 @@ void iwarp_conn_failed(struct iwarp_conn *conn);
 
 /* tx.c */
 void iwarp_tx_work(struct work_struct *work);
+void iwarp_tx_resp_work(struct work_struct *work);
 /* Queues the engine (from anywhere, including the receive path). */
 void iwarp_tx_kick(struct iwarp_conn *conn);
+void iwarp_tx_kick_resp(struct iwarp_conn *conn);
 /* The SQ doorbell: runs the engine in the caller if it is free. */
 void iwarp_tx_doorbell(struct iwarp_conn *conn);
 /* Completes what may complete on the SQ, in order; with conn->lock held. */

@@ -633,6 +633,7 @@ static int iwarp_rx_irq_push(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 			     const struct iwarp_irq_ent *ent)
 {
 	unsigned long flags;
+	bool lone;
 
 	spin_lock_irqsave(&conn->lock, flags);
 	if (conn->irq_tail - conn->irq_head >= iwarp_rx_ird(conn)) {
@@ -640,11 +641,16 @@ static int iwarp_rx_irq_push(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_OP,
 					  IWP_RDMAP_EC_CATA_STREAM);
 	}
+	lone = conn->irq_tail == conn->irq_head &&
+	       (ent->atomic || ent->len <= READ_ONCE(conn->mulpdu));
 	conn->irq[conn->irq_tail % conn->ird] = *ent;
 	conn->irq_tail++;
 	spin_unlock_irqrestore(&conn->lock, flags);
 	conn->rreq_msn++;
-	iwarp_tx_kick(conn);
+	if (lone)
+		iwarp_tx_kick_resp(conn);	/* one FPDU, nothing before it */
+	else
+		iwarp_tx_kick(conn);
 	return 0;
 }
 

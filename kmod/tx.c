@@ -927,7 +927,7 @@ static void iwarp_tx_mulpdu(struct iwarp_conn *conn)
 		tcp_sync_mss(sk, dst_mtu(dst));
 	mss = tcp_sk(sk)->mss_cache;
 	release_sock(sk);
-	conn->mulpdu = iwp_mulpdu(mss, conn->res.markers_tx);
+	WRITE_ONCE(conn->mulpdu, iwp_mulpdu(mss, conn->res.markers_tx));
 }
 
 /*
@@ -1042,19 +1042,41 @@ static void iwarp_tx_locked(struct iwarp_conn *conn)
 	}
 }
 
-void iwarp_tx_work(struct work_struct *work)
+static void iwarp_tx_work_run(struct iwarp_conn *conn)
 {
-	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, tx_work);
-
 	mutex_lock(&conn->tx_lock);
 	iwarp_tx_locked(conn);
 	mutex_unlock(&conn->tx_lock);
 	iwarp_conn_put(conn);		/* the work's */
 }
 
+void iwarp_tx_work(struct work_struct *work)
+{
+	iwarp_tx_work_run(container_of(work, struct iwarp_conn, tx_work));
+}
+
+void iwarp_tx_resp_work(struct work_struct *work)
+{
+	iwarp_tx_work_run(container_of(work, struct iwarp_conn, resp_work));
+}
+
 void iwarp_tx_kick(struct iwarp_conn *conn)
 {
 	iwarp_conn_queue(conn, iwarp_wq, &conn->tx_work);
+}
+
+/*
+ * The engine's run for a Read or atomic request that found the IRQ empty
+ * and asks for one FPDU at most: on this CPU (the one that parsed the
+ * request, its data cache-hot), at high priority, so that a request and
+ * its answer cost no wakeup of another CPU; measured in docs/PERFORMANCE.md.
+ * Longer responses, and requests behind others, go to the unbound queue,
+ * where a stream of them spreads over the CPUs. Both works take tx_lock;
+ * iwarp_conn_close() cancels both.
+ */
+void iwarp_tx_kick_resp(struct iwarp_conn *conn)
+{
+	iwarp_conn_queue(conn, iwarp_resp_wq, &conn->resp_work);
 }
 
 void iwarp_tx_doorbell(struct iwarp_conn *conn)
