@@ -25,6 +25,45 @@ import (
 // malWait bounds every wait of the malformed-traffic tests.
 const malWait = 20 * time.Second
 
+// codecResponder has e's QP (in namespace B) dial a codec peer listening in
+// namespace A and returns the peer's end of the TCP connection once it has
+// read the module's MPA Request, the Request, and the Dial's result to
+// come. The caller answers the Request; the connection is closed when the
+// test ends.
+func codecResponder(t *testing.T, tp *Topology, e *rdmaEnd) (net.Conn, wire.MPAFrame, <-chan error) {
+	t.Helper()
+	addr := netip.AddrPortFrom(netip.MustParseAddr(TopoA4), uint16(20000+rdmaPort.Add(1)))
+	var ln net.Listener
+	if err := RunInNetns(tp.A, func() error {
+		var err error
+		ln, err = net.Listen("tcp", addr.String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), malWait)
+	dial := make(chan error, 1)
+	go func() {
+		defer cancel()
+		_, err := e.qp.Dial(ctx, addr, &userlib.ConnParams{Timeout: 10 * time.Second})
+		dial <- err
+	}()
+	if err := ln.(*net.TCPListener).SetDeadline(time.Now().Add(malWait)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatalf("peer accept: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	req, raw, err := readMPAFrame(c, false)
+	if err != nil {
+		t.Fatalf("the module's MPA Request % x: %v", raw, err)
+	}
+	return c, req, dial
+}
+
 // malTarget is the iwarp side of a malformed-traffic case: an endpoint in
 // netns B listening on its own port. The listener's Accept runs in a
 // goroutine that posts the case's receives and accepts the first request.

@@ -6,10 +6,8 @@ package guest
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"net"
 	"net/netip"
 	"syscall"
 	"testing"
@@ -520,35 +518,7 @@ func malBadRequest(t *testing.T, tp *Topology, frame []byte) {
 func malBadReply(t *testing.T, tp *Topology, reply func(req *wire.MPAFrame) []byte, wantErr func(error) bool,
 	wantTerm bool) {
 	e := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
-	addr := netip.AddrPortFrom(netip.MustParseAddr(TopoA4), uint16(20000+rdmaPort.Add(1)))
-	var ln net.Listener
-	if err := RunInNetns(tp.A, func() error {
-		var err error
-		ln, err = net.Listen("tcp", addr.String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), malWait)
-	defer cancel()
-	dial := make(chan error, 1)
-	go func() {
-		_, err := e.qp.Dial(ctx, addr, &userlib.ConnParams{Timeout: 10 * time.Second})
-		dial <- err
-	}()
-	if err := ln.(*net.TCPListener).SetDeadline(time.Now().Add(malWait)); err != nil {
-		t.Fatal(err)
-	}
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatalf("peer accept: %v", err)
-	}
-	defer c.Close()
-	req, raw, err := readMPAFrame(c, false)
-	if err != nil {
-		t.Fatalf("the module's MPA Request % x: %v", raw, err)
-	}
+	c, req, dial := codecResponder(t, tp, e)
 	if _, err := c.Write(reply(&req)); err != nil {
 		t.Fatal(err)
 	}

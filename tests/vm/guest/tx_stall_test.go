@@ -5,9 +5,6 @@
 package guest
 
 import (
-	"context"
-	"net"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -31,35 +28,7 @@ func TestTxStallSleeps(t *testing.T) {
 	tp := newTopology(t)
 	linkUp(t, tp, ctl.FlagCRC)
 	e := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
-	addr := netip.AddrPortFrom(netip.MustParseAddr(TopoA4), uint16(20000+rdmaPort.Add(1)))
-	var ln net.Listener
-	if err := RunInNetns(tp.A, func() error {
-		var err error
-		ln, err = net.Listen("tcp", addr.String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), malWait)
-	defer cancel()
-	dial := make(chan error, 1)
-	go func() {
-		_, err := e.qp.Dial(ctx, addr, &userlib.ConnParams{Timeout: 10 * time.Second})
-		dial <- err
-	}()
-	if err := ln.(*net.TCPListener).SetDeadline(time.Now().Add(malWait)); err != nil {
-		t.Fatal(err)
-	}
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatalf("peer accept: %v", err)
-	}
-	defer c.Close()
-	req, raw, err := readMPAFrame(c, false)
-	if err != nil {
-		t.Fatalf("the module's MPA Request % x: %v", raw, err)
-	}
+	c, req, dial := codecResponder(t, tp, e)
 	if !req.Enhanced {
 		t.Fatalf("the module's Request %+v carries no IRD/ORD (enhanced MPA)", req)
 	}
