@@ -652,21 +652,27 @@ func (dr *mpaDir) write(b []byte, pkt int) {
 }
 
 // record prints one FPDU and counts it.
+// countSegment adds a decoded DDP segment, an FPDU's or an SCTP chunk's,
+// to a direction's operation, Terminate and DDP error counters.
+func countSegment(rec *wire.SegmentRecord, ops map[string]int, terminates, ddpErrors *int) {
+	if rec.RDMAP != nil {
+		ops[rec.RDMAP.Op]++
+		if rec.RDMAP.Opcode == uint8(wire.OpTerminate) {
+			*terminates++
+		}
+	}
+	if rec.Error != "" {
+		*ddpErrors++
+	}
+}
+
 func (dr *mpaDir) record(f *wire.FPDU, pkt int) {
 	c := dr.c
 	rec := wire.NewRecord(f, c.d.opt.Payload)
 	st := &dr.stats
 	first := st.FPDUs == 0
 	st.FPDUs++
-	if rec.RDMAP != nil {
-		st.Ops[rec.RDMAP.Op]++
-		if rec.RDMAP.Opcode == uint8(wire.OpTerminate) {
-			st.Terminates++
-		}
-	}
-	if rec.Error != "" {
-		st.DDPErrors++
-	}
+	countSegment(&rec.SegmentRecord, st.Ops, &st.Terminates, &st.DDPErrors)
 	c.d.emit(fmt.Sprintf("%s %s frame=%d %s", c.label, dr.name, pkt, rec.Text()),
 		&fpduLine{Conn: c.label, Dir: dr.name, Frame: pkt, Record: rec})
 	if first && dr.rtr != "" {

@@ -317,15 +317,7 @@ func (s *sctpDecoder) segmentLine(c *sctpAssoc, m *pcap.Message, line *sctpLine,
 	st.Segments++
 	line.SegmentRecord = wire.NewSegmentRecord(ch.Segment.DDP, s.d.opt.Payload)
 	rec := &line.SegmentRecord
-	if rec.RDMAP != nil {
-		st.Ops[rec.RDMAP.Op]++
-		if rec.RDMAP.Opcode == uint8(wire.OpTerminate) {
-			st.Terminates++
-		}
-	}
-	if rec.Error != "" {
-		st.DDPErrors++
-	}
+	countSegment(rec, st.Ops, &st.Terminates, &st.DDPErrors)
 	s.d.emit(fmt.Sprintf("%s | segment ssn=%d%s", text, ch.Segment.SSN, rec.Text()), line)
 }
 
