@@ -806,6 +806,7 @@ static int iwarp_tx_flush(struct iwarp_conn *conn)
 static bool iwarp_tx_idle(struct iwarp_conn *conn)
 {
 	struct iwarp_ring *sq = &conn->qp->sq;
+	u32 head;
 
 	iwarp_ring_flags_mod(sq, IWARP_RING_F_IDLE, 0);
 	/*
@@ -813,7 +814,11 @@ static bool iwarp_tx_idle(struct iwarp_conn *conn)
 	 * barrier between its head store and its flags load.
 	 */
 	smp_mb();
-	if (READ_ONCE(sq->ctrl->head) == conn->sq_next)
+	head = READ_ONCE(sq->ctrl->head);
+	/* A producer that ran ahead of its tail is not served beyond it. */
+	if (head - conn->sq_cqi > sq->entries)
+		head = conn->sq_cqi + sq->entries;
+	if (head == conn->sq_next)
 		return false;
 	iwarp_ring_flags_mod(sq, 0, IWARP_RING_F_IDLE);
 	return true;
@@ -940,11 +945,24 @@ static bool iwarp_tx_ended(const struct iwarp_conn *conn)
 	return READ_ONCE(conn->tcp_err) || READ_ONCE(conn->closing);
 }
 
-static void iwarp_tx_run(struct iwarp_conn *conn)
+/*
+ * Runs the engine until nothing is left to frame or TCP has no room.
+ * @passes bounds the passes of a run from resp_work: one to frame a lone
+ * response, one to send it and find nothing more. What is left then (the
+ * SQ's own work, more requests) goes to tx_work on the unbound queue, so
+ * that the high-priority worker of the CPU a peer's request arrived on
+ * never carries a stream.
+ */
+static void iwarp_tx_run(struct iwarp_conn *conn, unsigned int passes)
 {
 	int err;
 
 	for (;;) {
+		if (!passes--) {
+			iwarp_tx_kick(conn);
+			return;
+		}
+		cond_resched();
 		iwarp_tx_mulpdu(conn);
 		err = iwarp_tx_flush(conn);
 		if (err == -EAGAIN)
@@ -1011,13 +1029,15 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
 			continue;
 		}
 		if (!err && conn->tx_len == conn->tx_sent &&
-		    (READ_ONCE(conn->ord_stall) || !iwarp_tx_idle(conn))) {
+		    (READ_ONCE(conn->ord_stall) || READ_ONCE(conn->rtr_wait) ||
+		     !iwarp_tx_idle(conn))) {
 			/*
 			 * Nothing left, or the SQ head waits for a Read or
-			 * atomic to complete (ORD, a fence): rx.c kicks then,
-			 * and the doorbell stays suppressed meanwhile (the
-			 * engine runs again anyway). Polling the head instead
-			 * spun a worker for as long as the peer did not answer.
+			 * atomic to complete (ORD, a fence) or, in P2P mode,
+			 * for the initiator's RTR: rx.c kicks then, and the
+			 * doorbell stays suppressed meanwhile (the engine runs
+			 * again anyway). Polling the head instead spun a
+			 * worker for as long as the peer did not answer.
 			 */
 			iwarp_tx_buf_idle(conn);
 			return;
@@ -1031,33 +1051,33 @@ static void iwarp_tx_run(struct iwarp_conn *conn)
  * A connection being closed but not yet stopped is left to the close, which
  * flushes with the receive engine excluded.
  */
-static void iwarp_tx_locked(struct iwarp_conn *conn)
+static void iwarp_tx_locked(struct iwarp_conn *conn, unsigned int passes)
 {
 	if (conn->stopped) {
 		iwarp_conn_flush(conn, true);
 	} else if (conn->fpdu_mode && !READ_ONCE(conn->closing)) {
-		iwarp_tx_run(conn);
+		iwarp_tx_run(conn, passes);
 		/* After the run: one that took long was not idle (txbuf.c). */
 		conn->tx_last = jiffies;
 	}
 }
 
-static void iwarp_tx_work_run(struct iwarp_conn *conn)
+static void iwarp_tx_work_run(struct iwarp_conn *conn, unsigned int passes)
 {
 	mutex_lock(&conn->tx_lock);
-	iwarp_tx_locked(conn);
+	iwarp_tx_locked(conn, passes);
 	mutex_unlock(&conn->tx_lock);
 	iwarp_conn_put(conn);		/* the work's */
 }
 
 void iwarp_tx_work(struct work_struct *work)
 {
-	iwarp_tx_work_run(container_of(work, struct iwarp_conn, tx_work));
+	iwarp_tx_work_run(container_of(work, struct iwarp_conn, tx_work), UINT_MAX);
 }
 
 void iwarp_tx_resp_work(struct work_struct *work)
 {
-	iwarp_tx_work_run(container_of(work, struct iwarp_conn, resp_work));
+	iwarp_tx_work_run(container_of(work, struct iwarp_conn, resp_work), 2);
 }
 
 void iwarp_tx_kick(struct iwarp_conn *conn)
@@ -1085,7 +1105,7 @@ void iwarp_tx_doorbell(struct iwarp_conn *conn)
 		iwarp_tx_kick(conn);
 		return;
 	}
-	iwarp_tx_locked(conn);
+	iwarp_tx_locked(conn, UINT_MAX);
 	mutex_unlock(&conn->tx_lock);
 }
 
@@ -1203,6 +1223,13 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	u32 head, i;
 
 	conn->cur_active = false;
+	/*
+	 * Whatever is posted from now on rings the doorbell, which flushes
+	 * it (a run that stopped waiting for a Read left IDLE clear).
+	 */
+	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_IDLE, 0);
+	/* IDLE before the head load, as in iwarp_tx_idle(). */
+	smp_mb();
 	/* Entries the application posted; pairs with its release store of head. */
 	head = smp_load_acquire(&qp->sq.ctrl->head);
 	if (head - conn->sq_cqi > qp->sq.entries)
@@ -1241,6 +1268,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	iwarp_sq_complete(conn);
 	conn->orq_head = conn->orq_tail;
 	conn->irq_head = conn->irq_tail;
+	WRITE_ONCE(conn->ord_stall, false);
 	spin_unlock_irqrestore(&conn->lock, flags);
 
 	if (stopped) {
