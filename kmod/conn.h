@@ -397,7 +397,7 @@ void iwarp_tx_buf_work(struct work_struct *work);
 /* The last reference: no lock needed. */
 void iwarp_tx_buf_free(struct iwarp_conn *conn);
 
-/* rx.c */
+/* rx_mpa.c (the TCP receive engine) and rx.c */
 void iwarp_rx_work(struct work_struct *work);
 void iwarp_rx_read(struct iwarp_conn *conn);
 void iwarp_rx_stage_free(struct iwarp_conn *conn);

@@ -1,19 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Transmit engine: takes work requests from the SQ ring and Read Requests
- * from the IRQ, frames them as FPDUs into one buffer (payload copied once
- * from the pinned pages, then one CRC pass over each framed FPDU) and hands the
- * buffer's pages to TCP by reference (sendpage, no second copy), which GSO
- * segments; the next batch is framed after it while an FPDU of the largest
- * size fits, then into another buffer. FPDUs are sized from the
- * socket's current MSS (iwp_mulpdu(), read again for each batch: DDP-25)
- * so each fits a TCP segment. The copy is what
- * makes a work request complete safely once handed to TCP: what TCP may
- * retransmit is the snapshot, never the application's memory.
+ * from the IRQ and builds their DDP/RDMAP segments, which the transport
+ * frames into one buffer (payload copied once from the pinned pages) and
+ * sends (xport.h; TCP with MPA in tx_mpa.c); the next batch is framed
+ * after it while a segment of the largest size fits, then into another
+ * buffer. The copy is what makes a work request complete safely once
+ * handed to the transport: what it may retransmit is the snapshot, never
+ * the application's memory.
  *
- * A Send or RDMA Write completes once TCP has taken all of it (DDP-24); an
- * RDMA Read when its Read Response has been placed (rx.c). Completions are
- * posted in SQ order; the ring's tail follows them.
+ * A Send or RDMA Write completes once the transport has taken all of it
+ * (DDP-24); an RDMA Read when its Read Response has been placed (rx.c).
+ * Completions are posted in SQ order; the ring's tail follows them.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -21,7 +19,6 @@
 #include <linux/net.h>
 #include <linux/uio.h>
 #include <net/sock.h>
-#include <net/tcp.h>
 
 #include "conn.h"
 #include "cq.h"
@@ -29,20 +26,7 @@
 #include "pd.h"
 #include "qp.h"
 #include "txbuf.h"
-
-/*
- * Payload source of an FPDU being framed. MRs are named by STag and looked
- * up and checked for each copy (iwarp_mr_xfer()), never held across a wait
- * for TCP's send buffer.
- */
-struct iwarp_tx_src {
-	const struct iwarp_pd *pd;
-	const struct iwarp_sqe *wr;	/* SGEs or inline data */
-	u32 stag;			/* or one MR (wr NULL) at @to */
-	u32 access;			/* what that MR must grant */
-	u64 to;
-	u32 off;			/* payload offset of this FPDU */
-};
+#include "xport.h"
 
 static u32 iwarp_sge_total(const struct iwarp_sqe *wr)
 {
@@ -56,7 +40,7 @@ static u32 iwarp_sge_total(const struct iwarp_sqe *wr)
 }
 
 /* Copies @len payload octets at src->off into @dst. */
-static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
+int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
 {
 	const struct iwarp_sqe *wr = src->wr;
 	u32 off = src->off, i;
@@ -90,76 +74,6 @@ static int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
 	return len ? -EFAULT : 0;
 }
 
-/*
- * Frames one FPDU (headers @hdr, then @plen payload octets from @src) at
- * the end of the transmit buffer. The caller checked the room.
- */
-static int iwarp_tx_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
-			  const struct iwarp_tx_src *src, u32 plen)
-{
-	struct iwp_mpa_tx saved = conn->mtx;
-	struct iwp_fpdu_tx f;
-	struct iwp_tx_piece p;
-	u8 *out = conn->txbuf + conn->tx_len;
-	u32 start = conn->tx_len;
-	int kind, err;
-
-	/* The CRC runs once over the framed FPDU, when it is due. */
-	err = iwp_fpdu_tx_begin_buf(&f, &conn->mtx, hlen + plen, out);
-	if (err)
-		return err;
-	while ((kind = iwp_fpdu_tx_next(&f, &p)) != IWP_TXP_DONE) {
-		if (kind < 0) {
-			err = kind;
-			goto undo;
-		}
-		if (kind == IWP_TXP_BYTES) {
-			memcpy(out, p.bytes, p.n);
-			out += p.n;
-			continue;
-		}
-		/* A ULPDU range: header part, then payload part. */
-		while (p.len) {
-			u32 n;
-
-			if (p.off < hlen) {
-				n = min(p.len, hlen - p.off);
-				memcpy(out, hdr + p.off, n);
-				iwp_fpdu_tx_crc(&f, out, n);
-			} else {
-				struct iwarp_tx_src s = *src;
-
-				n = p.len;
-				s.off += p.off - hlen;
-				err = iwarp_tx_copy(&s, out, n);
-				if (err)
-					goto undo;
-				f.crc_fed += n;
-			}
-			out += n;
-			p.off += n;
-			p.len -= n;
-		}
-	}
-	conn->tx_len = out - conn->txbuf;
-	conn->stats.tx_fpdus++;
-	conn->stats.tx_bytes += conn->tx_len - start;
-	return 0;
-undo:
-	/* Nothing of it went out: the stream position (markers) stays. */
-	conn->mtx = saved;
-	return err;
-}
-
-/*
- * Room in the current buffer for an FPDU of @ulpdu_len; without a buffer,
- * the one taken will have room for an FPDU of its iwarp_tx_lim().
- */
-static bool iwarp_tx_room(struct iwarp_conn *conn, u32 ulpdu_len)
-{
-	return !conn->txpage || conn->tx_len + iwarp_fpdu_room(ulpdu_len) <= conn->txsize;
-}
-
 /* Frames a ULPDU without payload (Read Request, Terminate, zero-length). */
 static int iwarp_tx_hdr_only(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
 {
@@ -174,7 +88,7 @@ static int iwarp_tx_hdr_only(struct iwarp_conn *conn, const struct iwp_ddp_msg *
 	hlen = iwp_ddp_hdr_build(m, hdr, sizeof(hdr));
 	if (hlen < 0)
 		return hlen;
-	return iwarp_tx_frame(conn, hdr, hlen, &none, 0);
+	return iwarp_xp_frame(conn, hdr, hlen, &none, 0);
 }
 
 static void iwarp_ddp_msg_init(struct iwp_ddp_msg *m, bool tagged, u8 opcode)
@@ -559,7 +473,7 @@ static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn)
 	}
 	m.last = conn->cur_off + plen == total;
 	hlen = iwp_ddp_hdr_build(&m, hdr, sizeof(hdr));
-	err = hlen < 0 ? hlen : iwarp_tx_frame(conn, hdr, hlen, &src, plen);
+	err = hlen < 0 ? hlen : iwarp_xp_frame(conn, hdr, hlen, &src, plen);
 	if (err) {
 		/* An SGE's MR went away meanwhile: a local protection error. */
 		iwarp_cur_fail(conn, IWARP_WC_LOC_PROT_ERR);
@@ -665,7 +579,7 @@ static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
 	src.to = r->src_to;
 	src.off = r->sent;
 	hlen = iwp_ddp_hdr_build(&m, hdr, sizeof(hdr));
-	err = hlen < 0 ? hlen : iwarp_tx_frame(conn, hdr, hlen, &src, plen);
+	err = hlen < 0 ? hlen : iwarp_xp_frame(conn, hdr, hlen, &src, plen);
 	if (err) {
 		struct iwp_term t;
 
@@ -761,28 +675,17 @@ static void iwarp_tx_term_give_up(struct iwarp_conn *conn)
 }
 
 /*
- * Hands the buffer to TCP by reference, page by page: 0 when all of it
- * went (TCP holds its references until it is done with it; the buffer is
- * not framed into again before that), -EAGAIN, or an error.
+ * Hands what is framed to the transport (iwarp_xp_push()), then completes
+ * what may complete: 0 when all of it went, -EAGAIN, or an error.
  */
 static int iwarp_tx_flush(struct iwarp_conn *conn)
 {
 	unsigned long flags;
-	int n;
+	int err;
 
-	while (conn->tx_sent < conn->tx_len) {
-		u32 off = offset_in_page(conn->tx_sent);
-		u32 len = min_t(u32, conn->tx_len - conn->tx_sent, PAGE_SIZE - off);
-		int mflags = MSG_DONTWAIT | MSG_NOSIGNAL;
-
-		if (conn->tx_sent + len < conn->tx_len)
-			mflags |= MSG_SENDPAGE_NOTLAST;
-		n = kernel_sendpage(conn->sock, conn->txpage + (conn->tx_sent >> PAGE_SHIFT),
-				    off, len, mflags);
-		if (n < 0)
-			return n;
-		conn->tx_sent += n;
-	}
+	err = iwarp_xp_push(conn);
+	if (err)
+		return err;
 	/*
 	 * What was sent stays as it is (TCP holds references to it until it
 	 * is acknowledged); the next FPDUs are framed after it while a whole
@@ -790,7 +693,7 @@ static int iwarp_tx_flush(struct iwarp_conn *conn)
 	 * each (a busy buffer per message in flight ran through the cache
 	 * and into allocations of fresh, zeroed ones).
 	 */
-	if (conn->txpage && !iwarp_tx_room(conn, iwarp_tx_lim(conn)))
+	if (conn->txpage && !iwarp_xp_room(conn, iwarp_tx_lim(conn)))
 		iwarp_tx_buf_retire(conn);
 	spin_lock_irqsave(&conn->lock, flags);
 	conn->sq_sent = conn->sq_built;
@@ -859,7 +762,7 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 	bool any = false, irq, irq_started, use_irq, framed;
 	int err, n;
 
-	while (iwarp_tx_room(conn, iwarp_tx_lim(conn))) {
+	while (iwarp_xp_room(conn, iwarp_tx_lim(conn))) {
 		if (conn->rtr_pending) {
 			err = iwarp_tx_rtr(conn);
 			if (err)
@@ -914,28 +817,6 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 }
 
 /*
- * DDP-25: MULPDU follows the path. FPDUs are sized from TCP's MSS as each
- * batch starts, before the buffer's room is judged; what is already framed
- * is never split again. The MSS is brought up to date first, as TCP does
- * before it sends (tcp_current_mss()): a route or device MTU that changed
- * since the last send moves it, within the peer's MSS.
- */
-static void iwarp_tx_mulpdu(struct iwarp_conn *conn)
-{
-	struct sock *sk = conn->sock->sk;
-	struct dst_entry *dst;
-	u32 mss;
-
-	lock_sock(sk);
-	dst = __sk_dst_get(sk);
-	if (dst && dst_mtu(dst) != inet_csk(sk)->icsk_pmtu_cookie)
-		tcp_sync_mss(sk, dst_mtu(dst));
-	mss = tcp_sk(sk)->mss_cache;
-	release_sock(sk);
-	WRITE_ONCE(conn->mulpdu, iwp_mulpdu(mss, conn->res.markers_tx));
-}
-
-/*
  * TCP ended with an error (its state change kept why and queued the
  * close), or a close is under way: the close flushes what is posted after
  * its DISCONNECTED, and nothing more is framed meanwhile.
@@ -963,7 +844,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn, unsigned int passes)
 			return;
 		}
 		cond_resched();
-		iwarp_tx_mulpdu(conn);
+		iwarp_xp_mulpdu(conn);
 		err = iwarp_tx_flush(conn);
 		if (err == -EAGAIN)
 			return;		/* sk_write_space kicks us again */
@@ -987,7 +868,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn, unsigned int passes)
 				err = iwarp_tx_term(conn);
 				/* None to be framed: the stream ends here. */
 				if (err)
-					kernel_sock_shutdown(conn->sock, SHUT_WR);
+					iwarp_xp_end_write(conn);
 			}
 			/*
 			 * Framed (now, or by a run that had to wait for room):
@@ -998,7 +879,7 @@ static void iwarp_tx_run(struct iwarp_conn *conn, unsigned int passes)
 					err = iwarp_tx_flush(conn);
 				if (err == -EAGAIN)
 					return;	/* sk_write_space kicks us again */
-				kernel_sock_shutdown(conn->sock, SHUT_WR);
+				iwarp_xp_end_write(conn);
 				WRITE_ONCE(conn->term_framed, false);
 				WRITE_ONCE(conn->term_sent, !err);
 			}
@@ -1274,8 +1155,8 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	if (stopped) {
 		iwarp_rq_flush(conn);
 	} else {
-		lock_sock(conn->sock->sk);
+		iwarp_xp_rx_lock(conn);
 		iwarp_rq_flush(conn);
-		release_sock(conn->sock->sk);
+		iwarp_xp_rx_unlock(conn);
 	}
 }

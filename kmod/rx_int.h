@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The receive services of rx.c, for a transport's receive engine
+ * (rx_mpa.c): each takes the segment in conn->rmsg, in stream order, with
+ * the receive engine's lock held (the socket lock for TCP).
+ */
+#ifndef _IWARP_RX_INT_H
+#define _IWARP_RX_INT_H
+
+#include "conn.h"
+
+/* A violation: Terminate @layer/@etype/@ecode about the segment in rmsg. */
+int iwarp_rx_violation(struct iwarp_conn *conn, const struct iwp_rx_ev *ev,
+		       u8 layer, u8 etype, u8 ecode);
+/*
+ * A segment's DDP/RDMAP header, before any payload octet is written:
+ * decoded into rmsg and checked, its target (MR or receive) chosen.
+ */
+int iwarp_rx_hdr(struct iwarp_conn *conn, const struct iwp_rx_ev *ev);
+/* Places @len payload octets at offset @off of the segment in rmsg. */
+int iwarp_rx_place(struct iwarp_conn *conn, u32 off, const u8 *p, u32 len,
+		   u32 ulpdu_len);
+/* The segment in rmsg ended whole (its CRC checked): messages complete. */
+int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *end);
+
+#endif /* _IWARP_RX_INT_H */
