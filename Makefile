@@ -5,21 +5,37 @@
 
 SHELL := /bin/bash
 GO ?= go
-KVER ?= $(shell sh scripts/kver.sh 2>/dev/null)
+# The default guest kernel (scripts/kver.sh). Another one, e.g. Debian's 6.12
+# LTS (docs/KERNELS.md): make kmod kmod-debug KVER=$$(sh scripts/k612.sh).
+KVER_DEFAULT := $(shell sh scripts/kver.sh 2>/dev/null)
+KVER ?= $(KVER_DEFAULT)
 KDIR ?= /lib/modules/$(KVER)/build
+# The default kernel's module builds in the tree (kmod/) into build/iwarp.ko;
+# another kernel's in a copy of the sources, build/kver/$(KVER)/ (scripts/ksrc.sh),
+# into build/iwarp-$(KVER).ko, where tests/vm looks for it.
+ifeq ($(KVER),$(KVER_DEFAULT))
+KSRC := $(CURDIR)
+KO := build/iwarp
+else
+KSRC := $(CURDIR)/build/kver/$(KVER)
+KO := build/iwarp-$(KVER)
+endif
 BIN := $(CURDIR)/bin
 DEBUG ?=
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED := 0
 
-.PHONY: all help deps kmod kmod-debug go opcheck connrate generate check-generated conformance test test-host \
-	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug
+.PHONY: all help deps kmod kmod-debug ksrc go opcheck connrate generate check-generated conformance test test-host \
+	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug \
+	deps-k612 kmod-k612 test-k612
 
 all: kmod go opcheck connrate
 
 help:
 	@echo "make            build kmod/iwarp.ko (for the guest kernel $(KVER)) and bin/*"
 	@echo "make deps       install what a fresh Debian 12 machine lacks (apt)"
+	@echo "make kmod kmod-debug sparse KVER=V  the module for another kernel (docs/KERNELS.md)"
+	@echo "make test-k612  Debian's 6.12 LTS installed beside 6.1, the module built for it, VM tests on it"
 	@echo "make demo       boot a guest and show iwarp at work"
 	@echo "make bench      iwarp against siw and raw TCP in one guest (BENCH_FLAGS=-quick for a short run)"
 	@echo "make test       all tests: C protocol tests, Go host tests, VM tests"
@@ -35,13 +51,19 @@ help:
 deps:
 	@sh scripts/deps.sh
 
-kmod:
-	@test -n "$(KVER)" || { echo "no guest kernel installed: run 'make deps'"; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 KCFLAGS=-Werror $(if $(DEBUG),IWARP_DEBUG=1) modules
-	@mkdir -p build && cp kmod/iwarp.ko build/iwarp$(if $(DEBUG),-debug).ko
+kmod: ksrc
+	$(MAKE) -C $(KDIR) M=$(KSRC) W=1 KCFLAGS=-Werror $(if $(DEBUG),IWARP_DEBUG=1) modules
+	@mkdir -p build && cp $(KSRC)/kmod/iwarp.ko $(KO)$(if $(DEBUG),-debug).ko
 
 kmod-debug:
 	$(MAKE) kmod DEBUG=1
+
+# Checks the kernel's headers and, for a kernel other than the default one,
+# brings its copy of the sources up to date.
+ksrc:
+	@test -n "$(KVER)" || { echo "no guest kernel installed: run 'make deps'"; exit 1; }
+	@test -f $(KDIR)/Makefile || { echo "no headers for $(KVER) in $(KDIR)"; exit 1; }
+	@$(if $(filter-out $(CURDIR),$(KSRC)),sh scripts/ksrc.sh $(KSRC))
 
 go:
 	@mkdir -p $(BIN)
@@ -78,13 +100,13 @@ check-generated: generate
 		|| { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 
 # Fails on any sparse report (endianness included).
-sparse:
+sparse: ksrc
 	@mkdir -p build
-	@$(MAKE) -s -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" modules 2>&1 \
-		| tee build/sparse.log | grep -E "warning:|error:" && { echo "sparse: reports above"; exit 1; } || echo "sparse: clean"
+	@$(MAKE) -s -C $(KDIR) M=$(KSRC) C=2 CF="-D__CHECK_ENDIAN__" modules 2>&1 \
+		| tee build/sparse-$(KVER).log | grep -E "warning:|error:" && { echo "sparse: reports above"; exit 1; } || echo "sparse: clean ($(KVER))"
 
 checkpatch:
-	@sh scripts/checkpatch.sh
+	@KVER=$(KVER) sh scripts/checkpatch.sh
 
 vet:
 	$(GO) vet ./...
@@ -134,6 +156,23 @@ test-debug: kmod-kdebug go opcheck connrate
 		IWARP_VM_RUN='$(KDEBUG_LAST)' \
 		$(GO) test -count=1 -timeout 30m ./tests/vm/
 
+# Debian's 6.12 LTS beside the default kernel (docs/KERNELS.md):
+# scripts/k612.sh installs its image, headers and linux-source-6.12 (siw)
+# when missing; the module builds into build/iwarp-<version>.ko; test-k612
+# runs K612_RUN of the VM suite on it (all of it with K612_RUN=.).
+K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestMalformed|TestPerf.*)$$
+
+deps-k612:
+	@sh scripts/deps.sh
+	@sh scripts/k612.sh >/dev/null
+
+kmod-k612: deps-k612
+	$(MAKE) kmod kmod-debug sparse KVER=$$(sh scripts/k612.sh --no-install)
+
+test-k612: kmod-k612 go opcheck connrate
+	IWARP_KVER=$$(sh scripts/k612.sh --no-install) IWARP_VM_REQUIRED=1 IWARP_VM_RUN='$(K612_RUN)' \
+		$(GO) test -count=1 -timeout 60m -run TestVM -v ./tests/vm/
+
 # TestStress alone in one guest boot (tests/vm/README.md): STRESS_TIME of
 # racing (a Go duration or seconds; 60 s by default, as in the suite).
 stress:
@@ -152,5 +191,5 @@ bench: deps
 	$(GO) run ./tests/vm/cmd/bench -o bench/results.json $(BENCH_FLAGS)
 
 clean:
-	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	-$(MAKE) -C $(KDIR) M=$(KSRC) clean
 	rm -rf $(BIN) build tests/proto/build

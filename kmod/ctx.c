@@ -20,6 +20,7 @@
 #include <net/netlink.h>
 
 #include "cm.h"
+#include "compat.h"
 #include "cq.h"
 #include "ctx.h"
 #include "mr.h"
@@ -89,8 +90,8 @@ struct iwarp_ctx *iwarp_ctx_from_fd(int fd, struct netlink_ext_ack *extack)
 	struct fd f;
 
 	f = fdget(fd);
-	if (f.file && f.file->f_op == &iwarp_ctx_fops) {
-		ctx = f.file->private_data;
+	if (fd_file(f) && fd_file(f)->f_op == &iwarp_ctx_fops) {
+		ctx = fd_file(f)->private_data;
 		iwarp_ctx_get(ctx);
 	}
 	fdput(f);
@@ -374,6 +375,7 @@ static int iwarp_ctx_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* No .llseek: the file is a stream (stream_open()), lseek() gets ESPIPE. */
 const struct file_operations iwarp_ctx_fops = {
 	.owner = THIS_MODULE,
 	.open = iwarp_ctx_open,
@@ -383,7 +385,6 @@ const struct file_operations iwarp_ctx_fops = {
 	.mmap = iwarp_ctx_mmap,
 	.unlocked_ioctl = iwarp_ctx_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = no_llseek,
 };
 
 static struct miscdevice iwarp_ctx_dev = {

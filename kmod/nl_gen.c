@@ -5,6 +5,7 @@
 #include <linux/string.h>
 #include <net/genetlink.h>
 
+#include "compat.h"
 #include "nl_gen.h"
 
 /* Outcome of a string check, mapped to a message at each call site. */
@@ -565,8 +566,8 @@ static const struct nla_policy iwarp_disconnect_policy[IWARP_A_MAX + 1] = {
 static const struct nla_policy iwarp_cm_get_policy[IWARP_A_MAX + 1] = {
 };
 
-static int iwarp_nl_pre_doit(const struct genl_ops *ops, struct sk_buff *skb,
-			     struct genl_info *info)
+static int iwarp_nl_pre_doit(const struct genl_split_ops *ops,
+			     struct sk_buff *skb, struct genl_info *info)
 {
 	switch (ops->cmd) {
 	case IWARP_CMD_LINK_NEW:

@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
+#include "compat.h"
 #include "ring.h"
 
 struct iwarp_ring_mem {
@@ -185,21 +186,6 @@ static const struct vm_operations_struct iwarp_ring_vm_ops = {
 	.close = iwarp_ring_vm_close,
 };
 
-/*
- * Since 6.3 vma->vm_flags is read-only and changed through vm_flags_mod().
- * The series that made it so also replaced VM_LOCKED_CLEAR_MASK with
- * VM_LOCKED_MASK, which tells the two apart without a version number.
- */
-static void iwarp_ring_vm_flags_mod(struct vm_area_struct *vma, vm_flags_t set,
-				    vm_flags_t clear)
-{
-#ifdef VM_LOCKED_MASK
-	vm_flags_mod(vma, set, clear);
-#else
-	vma->vm_flags = (vma->vm_flags | set) & ~clear;
-#endif
-}
-
 int iwarp_ring_mmap(struct iwarp_ring *ring, struct vm_area_struct *vma)
 {
 	struct iwarp_ring_mem *mem = ring->mem;
@@ -214,7 +200,7 @@ int iwarp_ring_mmap(struct iwarp_ring *ring, struct vm_area_struct *vma)
 	 * MADV_DOFORK can clear VM_DONTCOPY, and the copy then holds its own
 	 * reference (iwarp_ring_vm_open()).
 	 */
-	iwarp_ring_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY, VM_MAYEXEC);
+	vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY, VM_MAYEXEC);
 	err = vm_map_pages_zero(vma, mem->pages, mem->npages);
 	if (err)
 		return err;	/* mmap() zaps what was mapped; no close */

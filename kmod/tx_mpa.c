@@ -3,10 +3,10 @@
  * TCP with MPA framing, transmit side: FPDUs are framed into the transmit
  * buffer (payload copied once from the pinned pages, markers placed at
  * their stream positions, then one CRC pass over each framed FPDU) and the
- * buffer's pages handed to TCP by reference (sendpage, no second copy),
- * which GSO segments. FPDUs are sized from the socket's current MSS
- * (iwp_mulpdu(), read again for each batch: DDP-25) so each fits a TCP
- * segment.
+ * buffer's pages handed to TCP by reference (iwarp_sendpage(), no second
+ * copy), which GSO segments. FPDUs are sized from the socket's current
+ * MSS (iwp_mulpdu(), read again for each batch: DDP-25) so each fits a
+ * TCP segment.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -15,6 +15,7 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 
+#include "compat.h"
 #include "conn.h"
 #include "txbuf.h"
 #include "xport.h"
@@ -95,9 +96,9 @@ int iwarp_mpa_push(struct iwarp_conn *conn)
 		int mflags = MSG_DONTWAIT | MSG_NOSIGNAL;
 
 		if (conn->tx_sent + len < conn->tx_len)
-			mflags |= MSG_SENDPAGE_NOTLAST;
-		n = kernel_sendpage(conn->sock, conn->txpage + (conn->tx_sent >> PAGE_SHIFT),
-				    off, len, mflags);
+			mflags |= IWARP_MSG_MORE;
+		n = iwarp_sendpage(conn->sock, conn->txpage + (conn->tx_sent >> PAGE_SHIFT),
+				   off, len, mflags);
 		if (n < 0)
 			return n;
 		conn->tx_sent += n;
@@ -121,7 +122,7 @@ void iwarp_mpa_mulpdu(struct iwarp_conn *conn)
 	lock_sock(sk);
 	dst = __sk_dst_get(sk);
 	if (dst && dst_mtu(dst) != inet_csk(sk)->icsk_pmtu_cookie)
-		tcp_sync_mss(sk, dst_mtu(dst));
+		iwarp_tcp_sync_mss(sk, dst_mtu(dst));
 	mss = tcp_sk(sk)->mss_cache;
 	release_sock(sk);
 	WRITE_ONCE(conn->mulpdu, iwp_mulpdu(mss, conn->res.markers_tx));

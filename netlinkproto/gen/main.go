@@ -436,6 +436,7 @@ func (s *spec) kernelSource() string {
 #include <linux/string.h>
 #include <net/genetlink.h>
 
+#include "compat.h"
 #include "nl_gen.h"
 
 /* Outcome of a string check, mapped to a message at each call site. */
@@ -519,8 +520,9 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 	}
 
 	// Required attributes are checked before a doit handler runs.
-	b.WriteString(`static int iwarp_nl_pre_doit(const struct genl_ops *ops, struct sk_buff *skb,
-			     struct genl_info *info)
+	// The split op on 6.2 and later; kmod/compat.h names 6.1's genl_ops so.
+	b.WriteString(`static int iwarp_nl_pre_doit(const struct genl_split_ops *ops,
+			     struct sk_buff *skb, struct genl_info *info)
 {
 	switch (ops->cmd) {
 `)

@@ -52,8 +52,9 @@ func isRepo(dir string) bool {
 	return false
 }
 
-// KernelVersion returns the guest kernel version: $IWARP_KVER if set, else
-// the output of scripts/kver.sh.
+// KernelVersion returns the guest kernel version: $IWARP_KVER if set (another
+// Debian kernel, such as the 6.12 LTS of scripts/k612.sh: docs/KERNELS.md),
+// else the output of scripts/kver.sh.
 func KernelVersion() (string, error) {
 	ck, err := customKernel()
 	if err != nil {
@@ -68,6 +69,12 @@ func KernelVersion() (string, error) {
 	if v := os.Getenv("IWARP_KVER"); v != "" {
 		return v, nil
 	}
+	return defaultKernelVersion()
+}
+
+// defaultKernelVersion returns the default guest kernel: the output of
+// scripts/kver.sh (the kernel bookworm's linux-image-amd64 points at).
+func defaultKernelVersion() (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
@@ -147,14 +154,21 @@ func (ck *builtKernel) has(sym string) bool {
 }
 
 // iwarpModules returns the iwarp.ko builds for kver: build/iwarp.ko and
-// build/iwarp-debug.ko for Debian's kernel, build/iwarp-kdebug.ko and
-// build/iwarp-kdebug-debug.ko (make kmod-kdebug) for a custom kernel.
-func iwarpModules(repo, kver string) (ko, koDebug string) {
+// build/iwarp-debug.ko for the default guest kernel (scripts/kver.sh),
+// build/iwarp-<kver>.ko and build/iwarp-<kver>-debug.ko (make kmod
+// kmod-debug KVER=kver) for another of Debian's kernels,
+// build/iwarp-kdebug.ko and build/iwarp-kdebug-debug.ko (make kmod-kdebug)
+// for a custom kernel. The second result says whether the builds are
+// made on request only (not by a plain `make`), so a missing one is
+// worth a message before the guest boots.
+func iwarpModules(repo, kver string) (ko, koDebug string, onRequest bool) {
 	name := "iwarp"
 	if customFor(kver) != nil {
-		name = "iwarp-kdebug"
+		name, onRequest = "iwarp-kdebug", true
+	} else if def, err := defaultKernelVersion(); err == nil && def != kver {
+		name, onRequest = "iwarp-"+kver, true
 	}
-	return filepath.Join(repo, "build", name+".ko"), filepath.Join(repo, "build", name+"-debug.ko")
+	return filepath.Join(repo, "build", name+".ko"), filepath.Join(repo, "build", name+"-debug.ko"), onRequest
 }
 
 // kernelImage is the bzImage the guest boots, Debian's or that of a kernel
