@@ -36,8 +36,13 @@ static u32 iwarp_ctx_next_id;
 
 struct iwarp_ctx_event {
 	struct list_head node;
-	struct iwarp_event ev;		/* ev.len octets from here */
+	struct iwarp_event ev;		/* ev.len octets from here: */
+	u8 pdata[];			/* ev.pdata_len, then padding */
 };
+
+/* read() copies the record, ev then its private data, in one piece. */
+static_assert(offsetof(struct iwarp_ctx_event, pdata) ==
+	      offsetof(struct iwarp_ctx_event, ev) + sizeof(struct iwarp_event));
 
 static void iwarp_ctx_release_ref(struct kref *ref)
 {
@@ -121,7 +126,7 @@ int iwarp_ctx_queue_event(struct iwarp_ctx *ctx, const struct iwarp_event *ev,
 	e->ev = *ev;
 	e->ev.len = len;
 	if (ev->pdata_len)
-		memcpy(&e->ev + 1, pdata, ev->pdata_len);
+		memcpy(e->pdata, pdata, ev->pdata_len);
 
 	spin_lock_irqsave(&ctx->ev_lock, flags);
 	if (ctx->ev_dead) {
