@@ -50,7 +50,12 @@ void iwarp_cm_close_work(struct work_struct *work);
  * unlocked.
  */
 struct sock;
+struct net;
 void iwarp_cm_sock_opts(struct sock *sk);
+/* A kernel socket holds a reference to @net, as user sockets do. */
+void iwarp_sk_hold_net(struct sock *sk, struct net *net);
+/* peer_timeout_ms, for the other transports' bounds on a silent peer. */
+unsigned int iwarp_cm_peer_timeout(void);
 
 /* Where a connection's MPA exchange is (cm_mpa.c, cm_work only). */
 enum iwarp_mpa_step {

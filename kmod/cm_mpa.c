@@ -304,19 +304,6 @@ static u16 iwarp_pd_room(bool enhanced)
 /* ------------------------------------------------------------ active side */
 
 /*
- * A kernel socket holds no reference to its namespace; this one does, as
- * user sockets do (and the sockets TCP clones from a listener that does).
- */
-static void iwarp_sk_hold_net(struct sock *sk, struct net *net)
-{
-	if (sk->sk_net_refcnt)
-		return;
-	sk->sk_net_refcnt = 1;
-	get_net_track(net, &sk->ns_tracker, GFP_KERNEL);
-	sock_inuse_add(net, 1);
-}
-
-/*
  * A kernel socket in the context's namespace, published in conn->sock
  * unless the connection is closing already. It holds a reference to the
  * namespace, as user sockets do: once released it may linger in TCP's last
