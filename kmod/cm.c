@@ -111,6 +111,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	conn->net = ctx->net;
 	conn->kind = kind;
 	spin_lock_init(&conn->lock);
+	INIT_LIST_HEAD(&conn->assoc_node);
 	mutex_init(&conn->tx_lock);
 	mutex_init(&conn->cm_lock);
 	INIT_DELAYED_WORK(&conn->cm_work, iwarp_cm_work);

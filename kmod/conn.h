@@ -48,6 +48,7 @@
 #define _IWARP_CONN_H
 
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/math.h>
 #include <linux/minmax.h>
 #include <linux/mutex.h>
@@ -66,6 +67,7 @@
 #include "proto/mpa_rx.h"
 #include "proto/rdmap.h"
 
+struct iwarp_assoc;
 struct iwarp_ctx;
 struct iwarp_mr;
 struct iwarp_qp;
@@ -177,6 +179,9 @@ struct iwarp_conn {
 	atomic_t pending_counted;	/* request: counted in lsn->pending */
 	struct iwarp_qp *qp;		/* held once bound */
 	struct socket *sock;		/* set and cleared under conn->lock */
+	struct iwarp_assoc *assoc;	/* SCTP session: held (sctp_assoc.h) */
+	struct list_head assoc_node;	/* in assoc->waiters (assoc->lock) */
+	u16 sid;			/* SCTP session: its stream */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	int ifindex;			/* the route's device, for link stats */
