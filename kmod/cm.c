@@ -20,6 +20,9 @@
 
 #include "cm.h"
 #include "cm_int.h"
+#include "sctp_assoc.h"
+#include "sctp_session.h"
+#include "xport.h"
 #include "conn.h"
 #include "ctx.h"
 #include "link.h"
@@ -55,6 +58,8 @@ static void iwarp_conn_release(struct kref *ref)
 		iwarp_qp_put(conn->qp);
 	if (conn->lsn)
 		iwarp_conn_put(conn->lsn);
+	if (conn->assoc)
+		iwarp_assoc_put(conn->assoc);
 	iwarp_tx_buf_free(conn);
 	kvfree(conn->swq);
 	kvfree(conn->orq);
@@ -204,7 +209,8 @@ u32 iwarp_conn_flags(const struct iwarp_conn *conn)
 	       (res->markers_rx ? IWARP_CONN_F_MARKERS_RX : 0) |
 	       (res->p2p ? IWARP_CONN_F_P2P : 0) |
 	       (res->enhanced ? IWARP_CONN_F_ENHANCED : 0) |
-	       (conn->rfc7306 ? IWARP_CONN_F_RFC7306 : 0);
+	       (conn->rfc7306 ? IWARP_CONN_F_RFC7306 : 0) |
+	       (conn->xport == IWARP_XPORT_SCTP ? IWARP_CONN_F_SCTP : 0);
 }
 
 static u32 iwarp_cm_event_reason(u32 type)
@@ -468,7 +474,7 @@ void iwarp_cm_close_work(struct work_struct *work)
 	 * end of a message) is parsed before the QP goes down. cm_lock
 	 * keeps a concurrent close from releasing the socket meanwhile.
 	 */
-	if (READ_ONCE(conn->fpdu_mode)) {
+	if (READ_ONCE(conn->fpdu_mode) && conn->xport == IWARP_XPORT_TCP) {
 		/* Not flush_work(): same queue; the read below does its job. */
 		iwarp_conn_cancel(conn, &conn->rx_work);
 		mutex_lock(&conn->cm_lock);
@@ -558,6 +564,9 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		/* ends an accept's or reject's blocked Reply write */
 		kernel_sock_shutdown(sock, SHUT_RDWR);
 	}
+	/* An SCTP session: its Terminate, and off its stream (no more rx). */
+	if (conn->assoc)
+		iwarp_sctp_session_close(conn);
 	if (setup_works) {
 		if (cancel_delayed_work_sync(&conn->cm_work))
 			iwarp_conn_put(conn);
@@ -799,6 +808,8 @@ void iwarp_cm_ctx_close(struct iwarp_ctx *ctx)
 		iwarp_conn_put(conn);
 		id++;
 	}
+	/* Their sessions are closed: the SCTP associations go too. */
+	iwarp_assoc_ctx_close(ctx);
 }
 
 void iwarp_cm_qp_close(struct iwarp_qp *qp)
@@ -847,7 +858,11 @@ int iwarp_conn_init(void)
 	iwarp_cm_wq = alloc_workqueue("iwarp_cm", WQ_UNBOUND, WQ_UNBOUND_MAX_ACTIVE);
 	if (!iwarp_cm_wq)
 		goto no_cm;
+	if (iwarp_assoc_init())
+		goto no_sctp;
 	return 0;
+no_sctp:
+	destroy_workqueue(iwarp_cm_wq);
 no_cm:
 	destroy_workqueue(iwarp_resp_wq);
 no_resp:
@@ -865,6 +880,7 @@ void iwarp_conn_drain(void)
 void iwarp_conn_exit(void)
 {
 	/* Every context is closed: no object is left. */
+	iwarp_assoc_exit();
 	destroy_workqueue(iwarp_cm_wq);
 	destroy_workqueue(iwarp_resp_wq);
 	destroy_workqueue(iwarp_wq);

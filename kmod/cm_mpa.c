@@ -36,6 +36,8 @@
 
 #include "cm.h"
 #include "cm_int.h"
+#include "sctp_session.h"
+#include "xport.h"
 #include "conn.h"
 #include "ctx.h"
 #include "link.h"
@@ -588,7 +590,8 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 	int err = 0;
 
 	/* With the link's revision, known only once routed: the event says. */
-	if ((p->set & IWARP_LINK_SET_MPA_REV) && p->mpa_rev == 2 &&
+	if (p->transport == IWARP_TRANSPORT_TCP &&
+	    (p->set & IWARP_LINK_SET_MPA_REV) && p->mpa_rev == 2 &&
 	    p->pd_len > iwarp_pd_room(true)) {
 		NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Request (its IRD/ORD take 4 of the 512)");
 		return -EMSGSIZE;
@@ -610,6 +613,11 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 	conn->state = IWARP_CM_STATE_CONNECTING;
 	conn->params = *p;
 	conn->params.pdata = NULL;
+	if (p->transport == IWARP_TRANSPORT_SCTP) {
+		conn->xport = IWARP_XPORT_SCTP;
+		conn->mpa_step = IWARP_MPA_START;
+		iwarp_sctp_policy(conn, p);
+	}
 
 	spin_lock_bh(&iwarp_qp_conn_lock);
 	if (qp->conn || READ_ONCE(qp->state) != IWARP_QP_STATE_IDLE) {
@@ -745,13 +753,20 @@ void iwarp_cm_work(struct work_struct *work)
 		goto out;
 	switch (conn->kind) {
 	case IWARP_CM_KIND_LISTENER:
-		iwarp_cm_accept_work(conn);
+		if (conn->xport == IWARP_XPORT_SCTP)
+			iwarp_sctp_accept_work(conn);
+		else
+			iwarp_cm_accept_work(conn);
 		break;
 	case IWARP_CM_KIND_ACTIVE:
-		iwarp_cm_connect_work(conn);
+		if (conn->xport == IWARP_XPORT_SCTP)
+			iwarp_sctp_session_work(conn);
+		else
+			iwarp_cm_connect_work(conn);
 		break;
 	case IWARP_CM_KIND_PASSIVE:
-		iwarp_cm_request_work(conn);
+		if (conn->xport == IWARP_XPORT_TCP)
+			iwarp_cm_request_work(conn);
 		break;
 	}
 out:
@@ -804,7 +819,7 @@ static int iwarp_cm_answer_lock(struct iwarp_conn *conn, struct netlink_ext_ack 
  */
 static int iwarp_cm_pd_fits(struct iwarp_conn *conn, u16 pd_len, struct netlink_ext_ack *extack)
 {
-	if (pd_len <= iwarp_pd_room(conn->req.enhanced))
+	if (conn->xport == IWARP_XPORT_SCTP || pd_len <= iwarp_pd_room(conn->req.enhanced))
 		return 0;
 	NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Reply (its IRD/ORD take 4 of the 512)");
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_ACCEPT);
@@ -881,6 +896,13 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 	if (p->set & IWARP_LINK_SET_FLAGS)
 		conn->rfc7306 = !!(p->flags & IWARP_LINK_F_RFC7306);
 
+	if (conn->xport == IWARP_XPORT_SCTP) {
+		err = iwarp_sctp_answer(conn, IWP_SCTP_ACCEPT, p->pdata, p->pd_len);
+		if (!err)
+			iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
+		mutex_unlock(&conn->cm_lock);
+		goto sctp_done;
+	}
 	neg = iwp_mpa_respond(&conn->pol, &conn->req, &rep, &conn->res);
 	rep.pdata = p->pdata;
 	rep.pd_len = p->pd_len;
@@ -896,6 +918,7 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
 	}
 	mutex_unlock(&conn->cm_lock);
+sctp_done:
 	if (err) {
 		if (err != -ECONNREFUSED)
 			NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the connection failed while accepting");
@@ -929,11 +952,16 @@ int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_
 		return err;
 	}
 	iwarp_cm_unpend(conn);
-	iwp_mpa_respond(&conn->pol, &conn->req, &rep, &res);
-	rep.r = 1;
-	rep.pdata = pdata;
-	rep.pd_len = pd_len;
-	iwarp_mpa_write(conn, &rep);	/* best effort: the peer may be gone */
+	if (conn->xport == IWARP_XPORT_SCTP) {
+		/* best effort: the association may be gone */
+		iwarp_sctp_answer(conn, IWP_SCTP_REJECT, pdata, pd_len);
+	} else {
+		iwp_mpa_respond(&conn->pol, &conn->req, &rep, &res);
+		rep.r = 1;
+		rep.pdata = pdata;
+		rep.pd_len = pd_len;
+		iwarp_mpa_write(conn, &rep);	/* best effort: the peer may be gone */
+	}
 	mutex_unlock(&conn->cm_lock);
 	iwarp_nl_notify_cm(conn, IWARP_EVENT_REASON_CM_REJECTED);
 	iwarp_conn_close(conn, false);

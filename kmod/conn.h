@@ -177,11 +177,15 @@ struct iwarp_conn {
 	u32 backlog;			/* listener: pending requests allowed */
 	atomic_t pending;		/* listener: requests not yet answered */
 	atomic_t pending_counted;	/* request: counted in lsn->pending */
+	atomic_t assocs;		/* SCTP listener: its associations */
 	struct iwarp_qp *qp;		/* held once bound */
 	struct socket *sock;		/* set and cleared under conn->lock */
+	u8 xport;			/* enum iwarp_xport (xport.h), set at creation */
 	struct iwarp_assoc *assoc;	/* SCTP session: held (sctp_assoc.h) */
 	struct list_head assoc_node;	/* in assoc->waiters (assoc->lock) */
 	u16 sid;			/* SCTP session: its stream */
+	u16 sctp_tx_ssn;		/* next DDP-SSN sent (assoc->lock) */
+	u16 sctp_answer;		/* to our Initiate: function code (conn->lock) */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	int ifindex;			/* the route's device, for link stats */

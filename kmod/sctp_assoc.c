@@ -35,6 +35,7 @@
 #include "ctx.h"
 #include "proto/sctp.h"
 #include "sctp_assoc.h"
+#include "sctp_session.h"
 #include "sctp_sock.h"
 
 /* Associations, module-wide: ids for dumps, and the search for reuse. */
@@ -51,7 +52,8 @@ static struct workqueue_struct *iwarp_sctp_wq;
 enum iwarp_assoc_rx_down {
 	IWARP_RX_DOWN_NONE,
 	IWARP_RX_DOWN_ADAPT,	/* no indication, or not DDP's */
-	IWARP_RX_DOWN_LOST,	/* COMM_LOST, CANT_STR_ASSOC, RESTART */
+	IWARP_RX_DOWN_LOST,	/* COMM_LOST, RESTART */
+	IWARP_RX_DOWN_REFUSED,	/* CANT_STR_ASSOC: no association came up */
 	IWARP_RX_DOWN_SHUTDOWN,	/* the peer shut it down */
 	IWARP_RX_DOWN_FAILED,	/* a send failed, or the socket ended */
 };
@@ -65,12 +67,17 @@ void iwarp_assoc_get(struct iwarp_assoc *a)
 static void iwarp_assoc_release(struct kref *ref)
 {
 	struct iwarp_assoc *a = container_of(ref, struct iwarp_assoc, ref);
+	u16 i;
 
 	if (a->sock)
 		sock_release(a->sock);
-	if (a->lsn)
+	if (a->lsn) {
+		atomic_dec(&a->lsn->assocs);
 		iwarp_conn_put(a->lsn);
+	}
 	kvfree(a->rxbuf);
+	for (i = 0; a->slots && i < a->nstreams; i++)
+		kfree(a->slots[i].pd);
 	kfree(a->slots);
 	iwarp_ctx_put(a->ctx);
 	atomic_dec(&iwarp_assocs_live);
@@ -110,6 +117,11 @@ static void iwarp_assoc_kick_cm(struct iwarp_assoc *a, unsigned long delay)
 			iwarp_assoc_put(a);	/* pending: runs with its reference */
 	}
 	spin_unlock_irqrestore(&a->slock, flags);
+}
+
+void iwarp_assoc_kick(struct iwarp_assoc *a)
+{
+	iwarp_assoc_kick_cm(a, 0);
 }
 
 /* ------------------------------------------------------------ callbacks */
@@ -180,11 +192,18 @@ static void iwarp_assoc_notify(struct iwarp_assoc *a, const u8 *b, u32 len)
 			a->nstreams = min3(n->sn_assoc_change.sac_outbound_streams,
 					   n->sn_assoc_change.sac_inbound_streams,
 					   (u16)IWARP_SCTP_STREAMS_MAX);
+			/* Set once, before any chunk: read without locks after UP. */
+			a->slots = a->nstreams ? kcalloc(a->nstreams, sizeof(*a->slots),
+							 GFP_KERNEL_ACCOUNT) : NULL;
+			if (!a->slots)
+				*down = IWARP_RX_DOWN_FAILED;
 			break;
 		case SCTP_COMM_LOST:
 		case SCTP_RESTART:
-		case SCTP_CANT_STR_ASSOC:
 			*down = IWARP_RX_DOWN_LOST;
+			break;
+		case SCTP_CANT_STR_ASSOC:
+			*down = IWARP_RX_DOWN_REFUSED;
 			break;
 		case SCTP_SHUTDOWN_COMP:
 			*down = IWARP_RX_DOWN_SHUTDOWN;
@@ -268,7 +287,7 @@ static void iwarp_assoc_rx_work(struct work_struct *work)
 	/* The indication was all there was to read after COMM_UP. */
 	if (a->comm_up && !a->adapt_ok && !a->rx_down)
 		a->rx_down = IWARP_RX_DOWN_ADAPT;
-	kick |= a->rx_down != IWARP_RX_DOWN_NONE;
+	kick |= a->rx_down != IWARP_RX_DOWN_NONE || a->rx_requests;
 	mutex_unlock(&a->rx_mutex);
 	if (kick)
 		iwarp_assoc_kick_cm(a, 0);
@@ -286,6 +305,8 @@ static int iwarp_assoc_down_errno(u8 down)
 		return -EPROTONOSUPPORT;
 	case IWARP_RX_DOWN_LOST:
 		return -ECONNRESET;
+	case IWARP_RX_DOWN_REFUSED:
+		return -ECONNREFUSED;
 	case IWARP_RX_DOWN_SHUTDOWN:
 		return 0;
 	}
@@ -325,7 +346,6 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 {
 	struct iwarp_assoc *a = container_of(to_delayed_work(work), struct iwarp_assoc,
 					     cm_work);
-	struct iwarp_sctp_slot *slots;
 	bool up, end = false, abort = false;
 	u16 nstreams;
 	int err = 0;
@@ -338,6 +358,7 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 	down = a->rx_down;
 	up = a->comm_up && a->adapt_ok;
 	nstreams = a->nstreams;
+	a->rx_requests = false;
 	mutex_unlock(&a->rx_mutex);
 	if (down) {
 		end = true;
@@ -349,24 +370,26 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 				iwarp_assoc_kick_cm(a, a->deadline - jiffies);
 				goto out;
 			}
-			end = abort = true;
+			end = true;
+			abort = true;
 			err = -ETIMEDOUT;
-		} else if (!nstreams ||
-			   !(slots = kcalloc(nstreams, sizeof(*slots), GFP_KERNEL_ACCOUNT))) {
-			end = abort = true;
-			err = nstreams ? -ENOMEM : -EPROTO;
 		} else {
-			mutex_lock(&a->rx_mutex);
-			a->slots = slots;
-			mutex_unlock(&a->rx_mutex);
+			/* rx_work took the slots at COMM_UP, or failed it. */
 			WRITE_ONCE(a->state, IWARP_ASSOC_UP);
 			pr_debug("assoc %u: up, %u streams\n", a->id, nstreams);
 			a->deadline = jiffies + msecs_to_jiffies(IWARP_SCTP_ASSOC_IDLE_MS);
+			a->idle_since = true;	/* until a session comes */
 			if (!a->active)
 				iwarp_assoc_kick_cm(a, a->deadline - jiffies);
 		}
-	} else if (!iwarp_assoc_busy(a)) {
+	} else if (iwarp_assoc_busy(a)) {
+		a->idle_since = false;
+	} else {
 		/* Up and idle: the passive side waits a while for a session. */
+		if (!a->active && !a->idle_since) {
+			a->idle_since = true;
+			a->deadline = jiffies + msecs_to_jiffies(IWARP_SCTP_ASSOC_IDLE_MS);
+		}
 		if (!a->active && time_before(jiffies, a->deadline)) {
 			iwarp_assoc_kick_cm(a, a->deadline - jiffies);
 			goto out;
@@ -378,6 +401,8 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 		a->err = err;
 		a->abort = abort;
 		iwarp_assoc_queue(a, iwarp_wq, &a->close_work);
+	} else if (a->state == IWARP_ASSOC_UP) {
+		iwarp_sctp_assoc_requests(a);
 	}
 	iwarp_assoc_wake(a);
 out:
@@ -649,7 +674,7 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 			mutex_unlock(&a->lock);
 		}
 	}
-	conn->assoc = a;
+	WRITE_ONCE(conn->assoc, a);
 	mutex_unlock(&iwarp_assoc_mutex);
 	if (failed)
 		iwarp_assoc_close(failed, err, true);
@@ -664,6 +689,7 @@ int iwarp_assoc_accepted(struct iwarp_conn *lsn, struct socket *sock, u16 stream
 	int err;
 
 	if (!a) {
+		atomic_dec(&lsn->assocs);
 		sock_no_linger(sock->sk);
 		sock_release(sock);
 		return -ENOMEM;

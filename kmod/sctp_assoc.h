@@ -58,9 +58,16 @@ enum iwarp_slot_state {
 };
 
 struct iwarp_sctp_slot {
-	struct iwarp_conn *conn;	/* assoc->lock and rx_mutex to change */
+	struct iwarp_conn *conn;	/* held; assoc->lock and rx_mutex to change */
 	u8 state;			/* enum iwarp_slot_state, the same */
-	bool used;			/* a session ran on it once */
+	bool used;			/* a session ran on it once (assoc->lock) */
+	/* rx_work's (rx_mutex), read by cm_work under it too */
+	bool peer_term;			/* the peer's Terminate came */
+	bool term_owed;			/* a Terminate to send (cm_work) */
+	bool answered;			/* Reject sent or received: no Terminate */
+	u16 term_ssn;
+	u16 pd_len;
+	u8 *pd;				/* an Initiate's private data, until taken */
 };
 
 struct iwarp_assoc {
@@ -85,6 +92,7 @@ struct iwarp_assoc {
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	unsigned long deadline;		/* jiffies: setup, or idle end */
+	bool idle_since;		/* up, no session since deadline was set */
 
 	struct mutex rx_mutex;		/* the receive engine */
 	bool comm_up;			/* rx: COMM_UP read */
@@ -94,6 +102,8 @@ struct iwarp_assoc {
 	u8 *rxbuf;			/* IWP_SCTP_RX_MAX + 1 octets */
 	u32 rx_fill;			/* a message's octets read so far */
 	u64 rx_dropped;			/* rx: messages no session took */
+	u64 rx_ordered;			/* rx: chunks sent ordered (U = 0) */
+	bool rx_requests;		/* rx: Initiates or Terminates for cm_work */
 
 	spinlock_t slock;		/* closing, against kicks */
 	bool closing;
@@ -109,6 +119,8 @@ int iwarp_assoc_init(void);
 void iwarp_assoc_exit(void);
 
 void iwarp_assoc_get(struct iwarp_assoc *a);
+/* Runs cm_work: a session ended, or rx_work noted something for it. */
+void iwarp_assoc_kick(struct iwarp_assoc *a);
 void iwarp_assoc_put(struct iwarp_assoc *a);
 
 /*

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build vmguest
+
+package guest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iwarp/iwarp/ctl"
+	"github.com/iwarp/iwarp/userlib"
+)
+
+// sctpListen listens over SCTP on addr:port in e's namespace.
+func sctpListen(t *testing.T, ns string, e *rdmaEnd, addr netip.Addr, port uint16, backlog int) *userlib.Listener {
+	t.Helper()
+	var l *userlib.Listener
+	if err := RunInNetns(ns, func() error {
+		var err error
+		l, err = e.ctx.ListenSCTP(netip.AddrPortFrom(addr, port), backlog, nil)
+		return err
+	}); err != nil {
+		t.Fatalf("listen over SCTP: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// sctpQP is one more QP of e's context.
+func sctpQP(t *testing.T, e *rdmaEnd) *userlib.QP {
+	t.Helper()
+	qp, err := e.ctx.CreateQP(e.pd, e.cq, e.cq, userlib.QPConfig{SQEntries: 16, RQEntries: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qp
+}
+
+// sctpPattern is n octets of a pattern seeded by seed.
+func sctpPattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i*7)
+	}
+	return b
+}
+
+// sctpSessions lists the SCTP sessions (not listeners) of namespace ns.
+func sctpSessions(t *testing.T, ns string) []ctl.CM {
+	t.Helper()
+	cms, err := ctlIn(t, ns).CMs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ctl.CM
+	for _, c := range cms {
+		if c.SCTP != nil && c.Kind != ctl.CMListener {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestSCTPSession sets DDP sessions over SCTP up between two contexts
+// (RFC 5043 6; SCTP-11, SCTP-13, SCTP-16, SCTP-17): private data of 0, 1
+// and 512 octets each way, three sessions of one context sharing one
+// association on three streams, a Reject with its private data, and a
+// graceful end that reaches the peer as DISCONNECTED. Posting a send
+// fails with ErrNotSupported until the data path exists.
+func TestSCTPSession(t *testing.T) {
+	tp := newTopology(t)
+	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
+	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
+	addr := netip.MustParseAddr(TopoB4)
+	const port = 5043
+	l := sctpListen(t, tp.B, b, addr, port, 16)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	type pair struct{ qa, qb *userlib.QP }
+	var pairs []pair
+	for i, n := range []int{0, 1, 512} {
+		qa, qb := sctpQP(t, a), sctpQP(t, b)
+		if err := qb.PostRecv(uint64(i), b.mr.SGE(0, 64)); err != nil {
+			t.Fatal(err)
+		}
+		want, reply := sctpPattern(n, byte(i)), sctpPattern(n, byte(i)+100)
+		acc := make(chan error, 1)
+		go func() {
+			req, err := l.Accept(ctx)
+			if err != nil {
+				acc <- err
+				return
+			}
+			if !bytes.Equal(req.PrivateData, want) {
+				acc <- errors.New("request private data differs")
+				req.Reject(nil)
+				return
+			}
+			acc <- req.Accept(ctx, qb, &userlib.ConnParams{PrivateData: reply})
+		}()
+		got, err := qa.Dial(ctx, netip.AddrPortFrom(addr, port),
+			&userlib.ConnParams{PrivateData: want, SCTP: &userlib.SCTPParams{}})
+		if err != nil {
+			t.Fatalf("%d octets: dial: %v", n, err)
+		}
+		if err := <-acc; err != nil {
+			t.Fatalf("%d octets: accept: %v", n, err)
+		}
+		if !bytes.Equal(got, reply) {
+			t.Fatalf("%d octets: the Accept's private data came as %d octets %x", n, len(got), got)
+		}
+		err = qa.PostSend(userlib.SendWR{WRID: 1, Op: userlib.OpSend, SGEs: []userlib.SGE{a.mr.SGE(0, 8)}})
+		if !errors.Is(err, userlib.ErrNotSupported) {
+			t.Fatalf("PostSend over SCTP: %v, want ErrNotSupported", err)
+		}
+		pairs = append(pairs, pair{qa, qb})
+	}
+
+	// One association, one stream per session, on both sides.
+	for _, ns := range []string{tp.A, tp.B} {
+		ss := sctpSessions(t, ns)
+		if len(ss) != len(pairs) {
+			t.Fatalf("%s: %d SCTP sessions listed, want %d: %+v", ns, len(ss), len(pairs), ss)
+		}
+		streams := map[uint16]bool{}
+		for _, s := range ss {
+			if s.SCTP.Assoc == 0 || s.SCTP.Assoc != ss[0].SCTP.Assoc {
+				t.Fatalf("%s: sessions on associations %d and %d, want one", ns, ss[0].SCTP.Assoc, s.SCTP.Assoc)
+			}
+			if streams[s.SCTP.Stream] {
+				t.Fatalf("%s: two sessions on stream %d", ns, s.SCTP.Stream)
+			}
+			streams[s.SCTP.Stream] = true
+			if s.State != ctl.CMEstablished || s.Flags&ctl.ConnSCTP == 0 {
+				t.Fatalf("%s: session %+v, want established with the sctp flag", ns, s)
+			}
+		}
+	}
+
+	// Reject, with private data (SCTP-17).
+	qa := sctpQP(t, a)
+	rej := make(chan error, 1)
+	go func() {
+		req, err := l.Accept(ctx)
+		if err != nil {
+			rej <- err
+			return
+		}
+		rej <- req.Reject([]byte("not now"))
+	}()
+	_, err := qa.Dial(ctx, netip.AddrPortFrom(addr, port), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}})
+	var re *userlib.RejectedError
+	if !errors.As(err, &re) || string(re.PrivateData) != "not now" {
+		t.Fatalf("dial to a rejecting listener: %v, want RejectedError with %q", err, "not now")
+	}
+	if err := <-rej; err != nil {
+		t.Fatalf("reject: %v", err)
+	}
+
+	// A graceful end: the peer's session is DISCONNECTED (its receive is
+	// flushed), the others stay up.
+	if err := pairs[0].qa.Disconnect(false); err != nil {
+		t.Fatal(err)
+	}
+	wcs := b.wait(t, 1, 20*time.Second)
+	if wcs[0].Status != userlib.StatusFlushErr || wcs[0].WRID != 0 {
+		t.Fatalf("the peer's receive completed %+v, want flushed (WR 0)", wcs[0])
+	}
+	if err := pairs[0].qb.Err(); !errors.Is(err, userlib.ErrDisconnected) {
+		t.Fatalf("the peer's QP: %v, want ErrDisconnected", err)
+	}
+	if n := len(sctpSessions(t, tp.B)); n != len(pairs)-1 {
+		t.Fatalf("%d sessions listed in B after one ended, want %d", n, len(pairs)-1)
+	}
+}
+
+// sctpRawListener is a plain SCTP listener of the kernel, without the DDP
+// adaptation indication: it accepts associations and holds them.
+func sctpRawListener(t *testing.T, ns string, addr netip.Addr, port uint16) {
+	t.Helper()
+	var fd int
+	if err := RunInNetns(ns, func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP)
+		if err != nil {
+			return err
+		}
+		sa := &unix.SockaddrInet4{Port: int(port), Addr: addr.As4()}
+		if err := unix.Bind(fd, sa); err != nil {
+			return err
+		}
+		return unix.Listen(fd, 8)
+	}); err != nil {
+		t.Fatalf("raw SCTP listener: %v", err)
+	}
+	go func() {
+		for {
+			nfd, _, err := unix.Accept(fd)
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { unix.Close(nfd) })
+		}
+	}()
+	t.Cleanup(func() {
+		unix.Shutdown(fd, unix.SHUT_RDWR)
+		unix.Close(fd)
+	})
+}
+
+// TestSCTPAdaptation checks the adaptation indication (SCTP-1, SCTP-3,
+// SCTP-4): a Dial to an SCTP endpoint that does not announce DDP's
+// indication fails with EPROTONOSUPPORT; a Dial to a port nobody listens
+// on fails with ECONNREFUSED; an association to our listener from an
+// endpoint without the indication is aborted and raises no request.
+func TestSCTPAdaptation(t *testing.T) {
+	tp := newTopology(t)
+	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
+	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
+	addr := netip.MustParseAddr(TopoB4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	sctpRawListener(t, tp.B, addr, 5044)
+	_, err := a.qp.Dial(ctx, netip.AddrPortFrom(addr, 5044), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}})
+	if !errors.Is(err, userlib.ErrUnreachable) || !errors.Is(err, syscall.EPROTONOSUPPORT) {
+		t.Fatalf("dial to an SCTP endpoint without the DDP indication: %v, want unreachable EPROTONOSUPPORT", err)
+	}
+	_, err = sctpQP(t, a).Dial(ctx, netip.AddrPortFrom(addr, 5045), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}})
+	if !errors.Is(err, userlib.ErrUnreachable) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial to a closed SCTP port: %v, want unreachable ECONNREFUSED", err)
+	}
+
+	// The other way: a plain SCTP client to our listener.
+	l := sctpListen(t, tp.B, b, addr, 5046, 4)
+	defer l.Close()
+	var fd int
+	if err := RunInNetns(tp.A, func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP)
+		if err != nil {
+			return err
+		}
+		return unix.Connect(fd, &unix.SockaddrInet4{Port: 5046, Addr: addr.As4()})
+	}); err != nil {
+		t.Fatalf("plain SCTP connect: %v", err)
+	}
+	defer unix.Close(fd)
+	// Our side aborts once it has read COMM_UP without the indication:
+	// the client's read ends with the reset.
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 20}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, rerr := unix.Read(fd, buf)
+	if rerr == nil && n > 0 {
+		t.Fatalf("the plain client read %d octets, want the association aborted", n)
+	}
+	if errors.Is(rerr, syscall.EAGAIN) {
+		t.Fatal("the association without the DDP indication is still up after 20 s")
+	}
+	t.Logf("plain client: read %d, %v", n, rerr)
+	_ = l
+}
