@@ -124,27 +124,31 @@ static void iwarp_sctp_arm(struct iwarp_conn *conn)
 }
 
 /*
- * Takes a stream for @conn on its association if it is up: 0, 1 while it
- * is being set up, or why not (the association's end, EBUSY).
+ * Takes a stream for @conn on its association if it is up and sends the
+ * Initiate: 0, 1 to wait (the association is being set up, or every
+ * stream is busy and one is in quarantine: the session stays a waiter and
+ * is kicked), or why not (the association's end; EBUSY: every stream
+ * carries a session).
  */
 static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 {
 	struct iwarp_assoc *a = conn->assoc;
-	int err = -EBUSY;
+	bool quarantined = false;
 	u16 i, pick = U16_MAX;
+	int err = -EBUSY;
 
 	mutex_lock(&a->lock);
 	if (a->state == IWARP_ASSOC_SETUP && !list_empty(&conn->assoc_node)) {
 		mutex_unlock(&a->lock);
 		return 1;
 	}
-	list_del_init(&conn->assoc_node);
 	if (a->state != IWARP_ASSOC_UP) {
 		err = a->err ?: -ECONNRESET;
 		goto out;
 	}
 	/* Never-used streams first: a reused one may see old chunks late. */
 	for (i = 0; i < a->nstreams; i++) {
+		quarantined |= a->slots[i].state == IWARP_SLOT_QUARANTINE;
 		if (a->slots[i].state != IWARP_SLOT_FREE)
 			continue;
 		if (!a->slots[i].used) {
@@ -154,8 +158,17 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 		if (pick == U16_MAX)
 			pick = i;
 	}
-	if (pick == U16_MAX)
+	if (pick == U16_MAX) {
+		/* A stream in quarantine frees once the peer's Terminate came. */
+		if (quarantined) {
+			if (list_empty(&conn->assoc_node))
+				list_add_tail(&conn->assoc_node, &a->waiters);
+			mutex_unlock(&a->lock);
+			return 1;
+		}
 		goto out;
+	}
+	list_del_init(&conn->assoc_node);
 	conn->sid = pick;
 	a->slots[pick].used = true;
 	iwarp_conn_get(conn);		/* the slot's */
@@ -163,6 +176,7 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 	err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn++, IWP_SCTP_INITIATE,
 				  conn->own_pd, conn->own_pd_len);
 out:
+	list_del_init(&conn->assoc_node);
 	mutex_unlock(&a->lock);
 	return err;
 }
@@ -450,6 +464,7 @@ static void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_s
 			/* The answer to an Initiate we gave up on (Dial timeout). */
 			if (c->func == IWP_SCTP_REJECT) {
 				s->state = IWARP_SLOT_FREE;
+				a->rx_requests = true;
 			} else {
 				s->term_owed = true;	/* then its Terminate frees it */
 				s->term_ssn = 1;
@@ -480,13 +495,14 @@ static void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_s
 	case IWP_SCTP_TERMINATE:
 		s->peer_term = true;
 		if (!conn) {
-			if (s->state == IWARP_SLOT_QUARANTINE) {
-				s->state = IWARP_SLOT_FREE;
-			} else if (s->state == IWARP_SLOT_INITIATE_RCVD) {
-				/* Withdrawn before a session was made for it. */
+			if (s->state == IWARP_SLOT_QUARANTINE ||
+			    s->state == IWARP_SLOT_INITIATE_RCVD) {
+				/* Over, or withdrawn before a session was made. */
 				kfree(s->pd);
 				s->pd = NULL;
 				s->state = IWARP_SLOT_FREE;
+				s->peer_term = false;
+				a->rx_requests = true;	/* a Dial may wait for it */
 			}
 			return;
 		}

@@ -271,3 +271,100 @@ func TestSCTPAdaptation(t *testing.T) {
 	t.Logf("plain client: read %d, %v", n, rerr)
 	_ = l
 }
+
+// TestSCTPStreamReuse runs sessions one after another over an association
+// of two streams (SCTP-20): each ends gracefully, the peer answers with
+// its Terminate, and the stream is free again; a Dial that finds every
+// stream in quarantine waits for one rather than fail. All of them share
+// one association. Then a listener with a backlog of 2 refuses a third
+// pending Initiate with a Terminate (SCTP-12): that Dial fails with
+// ECONNREFUSED while the two wait.
+func TestSCTPStreamReuse(t *testing.T) {
+	tp := newTopology(t)
+	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
+	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
+	addr := netip.MustParseAddr(TopoB4)
+	l := sctpListen(t, tp.B, b, addr, 5047, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	sp := &userlib.SCTPParams{Streams: 2}
+
+	const rounds = 12
+	assocs := map[uint32]bool{}
+	for r := 0; r < rounds; r++ {
+		qa, qb := sctpQP(t, a), sctpQP(t, b)
+		if err := qb.PostRecv(uint64(r), b.mr.SGE(0, 64)); err != nil {
+			t.Fatal(err)
+		}
+		acc := make(chan error, 1)
+		go func() {
+			req, err := l.Accept(ctx)
+			if err != nil {
+				acc <- err
+				return
+			}
+			acc <- req.Accept(ctx, qb, nil)
+		}()
+		if _, err := qa.Dial(ctx, netip.AddrPortFrom(addr, 5047), &userlib.ConnParams{SCTP: sp}); err != nil {
+			t.Fatalf("round %d: dial: %v", r, err)
+		}
+		if err := <-acc; err != nil {
+			t.Fatalf("round %d: accept: %v", r, err)
+		}
+		for _, s := range sctpSessions(t, tp.A) {
+			assocs[s.SCTP.Assoc] = true
+			if s.SCTP.Stream >= 2 {
+				t.Fatalf("round %d: stream %d of an association of 2", r, s.SCTP.Stream)
+			}
+		}
+		if err := qa.Disconnect(false); err != nil {
+			t.Fatal(err)
+		}
+		if wc := b.wait(t, 1, 20*time.Second); wc[0].Status != userlib.StatusFlushErr {
+			t.Fatalf("round %d: the peer's receive completed %+v, want flushed", r, wc[0])
+		}
+		qa.Close()
+		qb.Close()
+	}
+	if len(assocs) != 1 {
+		t.Fatalf("%d rounds used associations %v, want one", rounds, assocs)
+	}
+
+	// Backlog 2: a third pending request on the same association is
+	// refused (the association itself counts once against it).
+	l2 := sctpListen(t, tp.B, b, addr, 5048, 2)
+	sp = &userlib.SCTPParams{Streams: 4}
+	var pending []*userlib.QP
+	dials := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		q := sctpQP(t, a)
+		pending = append(pending, q)
+		go func() {
+			_, err := q.Dial(ctx, netip.AddrPortFrom(addr, 5048), &userlib.ConnParams{SCTP: sp})
+			dials <- err
+		}()
+	}
+	var reqs []*userlib.ConnRequest
+	for i := 0; i < 2; i++ {
+		req, err := l2.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, req)
+	}
+	_, err := sctpQP(t, a).Dial(ctx, netip.AddrPortFrom(addr, 5048), &userlib.ConnParams{SCTP: sp})
+	if !errors.Is(err, userlib.ErrUnreachable) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a third request to a listener with backlog 2: %v, want unreachable ECONNREFUSED", err)
+	}
+	for _, req := range reqs {
+		if err := req.Reject(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		var re *userlib.RejectedError
+		if err := <-dials; !errors.As(err, &re) {
+			t.Fatalf("a pending dial ended with %v, want rejected", err)
+		}
+	}
+}
