@@ -564,9 +564,6 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		/* ends an accept's or reject's blocked Reply write */
 		kernel_sock_shutdown(sock, SHUT_RDWR);
 	}
-	/* An SCTP session: its Terminate, and off its stream (no more rx). */
-	if (conn->assoc)
-		iwarp_sctp_session_close(conn);
 	if (setup_works) {
 		if (cancel_delayed_work_sync(&conn->cm_work))
 			iwarp_conn_put(conn);
@@ -574,6 +571,13 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		    cancel_delayed_work_sync(&conn->linger_work))
 			iwarp_conn_put(conn);
 	}
+	/*
+	 * An SCTP session: its Terminate, and off its stream and the
+	 * association's waiters (no more rx). After cm_work, which joins
+	 * and takes streams, can no longer run.
+	 */
+	if (READ_ONCE(conn->assoc))
+		iwarp_sctp_session_close(conn);
 	/* An accept or reject in progress ends (it finds closing set). */
 	mutex_lock(&conn->cm_lock);
 	if (sock) {

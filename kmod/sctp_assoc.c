@@ -28,6 +28,8 @@
 #include <linux/slab.h>
 #include <linux/xarray.h>
 #include <net/ipv6.h>
+#include <net/sctp/sctp.h>
+#include <net/sctp/structs.h>
 #include <net/sock.h>
 
 #include "cm_int.h"
@@ -154,8 +156,11 @@ static void iwarp_assoc_hook(struct iwarp_assoc *a)
 
 static void iwarp_assoc_unhook(struct iwarp_assoc *a)
 {
-	struct sock *sk = a->sock->sk;
+	struct sock *sk;
 
+	if (!a->sock)
+		return;		/* never had a socket: never hooked */
+	sk = a->sock->sk;
 	write_lock_bh(&sk->sk_callback_lock);
 	if (a->hooked) {
 		sk->sk_user_data = NULL;
@@ -178,7 +183,8 @@ static void iwarp_assoc_notify(struct iwarp_assoc *a, const u8 *b, u32 len)
 		return;
 	/* After COMM_UP, the indication comes next or never (SCTP-3). */
 	if (a->comm_up && !a->adapt_ok && !*down &&
-	    n->sn_header.sn_type != SCTP_ADAPTATION_INDICATION)
+	    n->sn_header.sn_type != SCTP_ADAPTATION_INDICATION &&
+	    n->sn_header.sn_type != SCTP_SENDER_DRY_EVENT)
 		*down = IWARP_RX_DOWN_ADAPT;
 	switch (n->sn_header.sn_type) {
 	case SCTP_ASSOC_CHANGE:
@@ -225,6 +231,9 @@ static void iwarp_assoc_notify(struct iwarp_assoc *a, const u8 *b, u32 len)
 		/* Without PR-SCTP only an association's end fails a send. */
 		*down = IWARP_RX_DOWN_FAILED;
 		break;
+	case SCTP_SENDER_DRY_EVENT:
+		a->rx_dry = true;	/* streams in DRAIN may be free */
+		break;
 	}
 }
 
@@ -261,9 +270,15 @@ static void iwarp_assoc_rx_work(struct work_struct *work)
 			bool was_up = a->comm_up && a->adapt_ok;
 
 			/* SCTP's notifications are small: never in parts. */
-			if (r.eor && !a->rx_fill)
-				iwarp_assoc_notify(a, a->rxbuf, r.len);
-			kick |= was_up != (a->comm_up && a->adapt_ok);
+			if (r.eor)
+				iwarp_assoc_notify(a, a->rxbuf + a->rx_fill, r.len);
+			/*
+			 * One between a message's parts: SCTP gave up its
+			 * partial delivery (an abort or restart).
+			 */
+			a->rx_fill = 0;
+			a->rx_skip = false;
+			kick |= was_up != (a->comm_up && a->adapt_ok) || a->rx_dry;
 			continue;
 		}
 		/* The rest of an over-long message, already reported. */
@@ -285,7 +300,7 @@ static void iwarp_assoc_rx_work(struct work_struct *work)
 		a->rx_fill = 0;
 	}
 	/* The indication was all there was to read after COMM_UP. */
-	if (a->comm_up && !a->adapt_ok && !a->rx_down)
+	if (a->comm_up && !a->adapt_ok && !a->rx_down && !more)
 		a->rx_down = IWARP_RX_DOWN_ADAPT;
 	kick |= a->rx_down != IWARP_RX_DOWN_NONE || a->rx_requests;
 	mutex_unlock(&a->rx_mutex);
@@ -313,7 +328,11 @@ static int iwarp_assoc_down_errno(u8 down)
 	return -EPIPE;
 }
 
-/* Whether a session uses or waits for the association (assoc->lock). */
+/*
+ * Whether a session uses or waits for the association, or a request is
+ * pending (assoc->lock; slot states read racily: cm_work runs again when
+ * rx_work changes one).
+ */
 static bool iwarp_assoc_busy(const struct iwarp_assoc *a)
 {
 	u16 i;
@@ -321,7 +340,7 @@ static bool iwarp_assoc_busy(const struct iwarp_assoc *a)
 	if (!list_empty(&a->waiters))
 		return true;
 	for (i = 0; a->slots && i < a->nstreams; i++)
-		if (a->slots[i].conn)
+		if (a->slots[i].conn || a->slots[i].state == IWARP_SLOT_INITIATE_RCVD)
 			return true;
 	return false;
 }
@@ -346,7 +365,7 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 {
 	struct iwarp_assoc *a = container_of(to_delayed_work(work), struct iwarp_assoc,
 					     cm_work);
-	bool up, end = false, abort = false;
+	bool up, dry, end = false, abort = false;
 	u16 nstreams;
 	int err = 0;
 	u8 down;
@@ -359,7 +378,15 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 	up = a->comm_up && a->adapt_ok;
 	nstreams = a->nstreams;
 	a->rx_requests = false;
+	dry = a->rx_dry;
+	a->rx_dry = false;
 	mutex_unlock(&a->rx_mutex);
+	/* Requests and owed Terminates first: the idle decision counts them. */
+	if (a->state == IWARP_ASSOC_UP && !down) {
+		iwarp_sctp_assoc_requests(a);
+		if (dry)
+			iwarp_assoc_drain(a);
+	}
 	if (down) {
 		end = true;
 		err = iwarp_assoc_down_errno(down);
@@ -401,13 +428,61 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 		a->err = err;
 		a->abort = abort;
 		iwarp_assoc_queue(a, iwarp_wq, &a->close_work);
-	} else if (a->state == IWARP_ASSOC_UP) {
+	} else if (a->state == IWARP_ASSOC_UP && up && !a->idle_since) {
+		/* just up: requests read in the same run */
 		iwarp_sctp_assoc_requests(a);
 	}
 	iwarp_assoc_wake(a);
 out:
 	mutex_unlock(&a->lock);
 	iwarp_assoc_put(a);		/* the work's */
+}
+
+/*
+ * Nothing of ours queued or unacknowledged: read from the association
+ * under the socket lock (SCTP has no API for it; docs/SCTP.md 3.1).
+ */
+static bool iwarp_assoc_dry(struct iwarp_assoc *a)
+{
+	struct sctp_association *asoc;
+	struct sock *sk;
+	bool dry = true;
+
+	if (!a->sock)
+		return false;
+	sk = a->sock->sk;
+	lock_sock(sk);
+	asoc = list_first_entry_or_null(&sctp_sk(sk)->ep->asocs, struct sctp_association, asocs);
+	if (asoc)
+		dry = !asoc->outqueue.outstanding_bytes &&
+		      list_empty(&asoc->outqueue.out_chunk_list) &&
+		      list_empty(&asoc->outqueue.retransmit);
+	release_sock(sk);
+	return dry;
+}
+
+bool iwarp_assoc_drain(struct iwarp_assoc *a)
+{
+	bool any = false, dry;
+	u16 i;
+
+	lockdep_assert_held(&a->lock);
+	if (!a->slots)
+		return false;
+	/* Read before the scan: a Terminate sent after it is not covered. */
+	dry = iwarp_assoc_dry(a);
+	if (!dry)
+		return false;
+	mutex_lock(&a->rx_mutex);
+	for (i = 0; i < a->nstreams; i++) {
+		if (a->slots[i].state == IWARP_SLOT_DRAIN && !a->slots[i].conn) {
+			a->slots[i].state = IWARP_SLOT_FREE;
+			a->slots[i].peer_term = false;
+			any = true;
+		}
+	}
+	mutex_unlock(&a->rx_mutex);
+	return any;
 }
 
 /* ---------------------------------------------------------------- teardown */
@@ -464,8 +539,13 @@ void iwarp_assoc_close(struct iwarp_assoc *a, int status, bool abort)
 		mutex_unlock(&a->lock);
 		if (!conn)
 			break;
-		cmpxchg(&conn->tcp_err, 0, -status);
-		iwarp_conn_close(conn, true);
+		cmpxchg(&conn->tcp_err, 0, -a->err);
+		if (conn->kind == IWARP_CM_KIND_ACTIVE && !READ_ONCE(conn->fpdu_mode)) {
+			/* A Dial waiting for its answer fails with the reason. */
+			iwarp_sctp_session_down(conn);
+		} else {
+			iwarp_conn_close(conn, true);
+		}
 		iwarp_conn_put(conn);	/* the slot's */
 	}
 
@@ -512,6 +592,8 @@ void iwarp_assoc_ctx_close(struct iwarp_ctx *ctx)
 		if (!a)
 			return;
 		iwarp_assoc_close(a, -ECONNABORTED, true);
+		/* Or close_work had it first: it unlists it before it ends. */
+		flush_work(&a->close_work);
 		iwarp_assoc_put(a);
 	}
 }
@@ -652,7 +734,7 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 		    (local && !iwarp_addr_eq(&it->local, local)))
 			continue;
 		mutex_lock(&it->lock);
-		if (it->state != IWARP_ASSOC_DOWN) {
+		if (it->state != IWARP_ASSOC_DOWN && !READ_ONCE(conn->closing)) {
 			iwarp_assoc_get(it);
 			list_add_tail(&conn->assoc_node, &it->waiters);
 			up = it->state == IWARP_ASSOC_UP;
@@ -670,7 +752,9 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 		} else if (a) {
 			iwarp_assoc_get(a);	/* the session's */
 			mutex_lock(&a->lock);
-			list_add_tail(&conn->assoc_node, &a->waiters);
+			/* The close takes a->lock after setting closing. */
+			if (!READ_ONCE(conn->closing))
+				list_add_tail(&conn->assoc_node, &a->waiters);
 			mutex_unlock(&a->lock);
 		}
 	}

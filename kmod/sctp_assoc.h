@@ -21,6 +21,12 @@
  * assoc->rx_mutex -> the socket lock -> conn->lock -> assoc->slock. A
  * slot's session pointer changes with assoc->lock and rx_mutex held, so
  * either keeps it; rx_work holds rx_mutex only and never sends.
+ *
+ * Control chunks travel unordered (RFC 5043 10), so a stream is reused
+ * only once both Terminates of its last session went and ours is
+ * acknowledged (the association's send queue seen empty after it: the
+ * SENDER_DRY notification, or a check when a Dial needs a stream); the
+ * peer then has processed it before it sees the next Initiate.
  */
 #ifndef _IWARP_SCTP_ASSOC_H
 #define _IWARP_SCTP_ASSOC_H
@@ -54,12 +60,18 @@ enum iwarp_slot_state {
 	IWARP_SLOT_INITIATE_RCVD,
 	IWARP_SLOT_OPEN,
 	IWARP_SLOT_CLOSING,
-	IWARP_SLOT_QUARANTINE,
+	IWARP_SLOT_QUARANTINE,	/* our Terminate sent, the peer's awaited */
+	IWARP_SLOT_DRAIN,	/* both sent: free once ours is acknowledged */
 };
 
+/*
+ * A stream. conn changes with assoc->lock and rx_mutex held (read under
+ * either); the rest is rx_mutex's: rx_work changes state under it alone,
+ * so others read state under it too.
+ */
 struct iwarp_sctp_slot {
-	struct iwarp_conn *conn;	/* held; assoc->lock and rx_mutex to change */
-	u8 state;			/* enum iwarp_slot_state, the same */
+	struct iwarp_conn *conn;	/* held */
+	u8 state;			/* enum iwarp_slot_state */
 	bool used;			/* a session ran on it once (assoc->lock) */
 	/* rx_work's (rx_mutex), read by cm_work under it too */
 	bool peer_term;			/* the peer's Terminate came */
@@ -103,6 +115,7 @@ struct iwarp_assoc {
 	u32 rx_fill;			/* a message's octets read so far */
 	u64 rx_dropped;			/* rx: messages no session took */
 	u64 rx_ordered;			/* rx: chunks sent ordered (U = 0) */
+	bool rx_dry;			/* rx: SENDER_DRY read, for cm_work */
 	bool rx_requests;		/* rx: Initiates or Terminates for cm_work */
 
 	spinlock_t slock;		/* closing, against kicks */
@@ -121,6 +134,11 @@ void iwarp_assoc_exit(void);
 void iwarp_assoc_get(struct iwarp_assoc *a);
 /* Runs cm_work: a session ended, or rx_work noted something for it. */
 void iwarp_assoc_kick(struct iwarp_assoc *a);
+/*
+ * With assoc->lock: if the association has nothing queued or
+ * unacknowledged, streams waiting in DRAIN are free. True if any freed.
+ */
+bool iwarp_assoc_drain(struct iwarp_assoc *a);
 void iwarp_assoc_put(struct iwarp_assoc *a);
 
 /*

@@ -38,6 +38,9 @@
 #include "sctp_sock.h"
 #include "xport.h"
 
+/* sctp_answer when the association went down before the answer came */
+#define IWARP_SCTP_ANSWER_DOWN	0xffff
+
 /* ------------------------------------------------------------ sending */
 
 /*
@@ -70,6 +73,11 @@ static void iwarp_slot_set(struct iwarp_assoc *a, u16 sid, struct iwarp_conn *co
 	mutex_lock(&a->rx_mutex);
 	a->slots[sid].conn = conn;
 	a->slots[sid].state = state;
+	if (state == IWARP_SLOT_INITIATE_SENT) {
+		/* A new session: nothing of an old one applies. */
+		a->slots[sid].peer_term = false;
+		a->slots[sid].term_owed = false;
+	}
 	if (!conn)
 		a->slots[sid].answered = false;
 	if (state == IWARP_SLOT_FREE) {
@@ -124,6 +132,34 @@ static void iwarp_sctp_arm(struct iwarp_conn *conn)
 }
 
 /*
+ * A free stream, never-used ones first (a reused one may see old chunks
+ * late); U16_MAX if none, *@waiting if one will free (quarantine, drain).
+ */
+static u16 iwarp_sctp_pick(struct iwarp_assoc *a, bool *waiting)
+{
+	u16 i, pick = U16_MAX;
+
+	*waiting = false;
+	mutex_lock(&a->rx_mutex);
+	for (i = 0; i < a->nstreams; i++) {
+		const struct iwarp_sctp_slot *s = &a->slots[i];
+
+		*waiting |= s->state == IWARP_SLOT_QUARANTINE || s->state == IWARP_SLOT_DRAIN;
+		/* A Terminate still owed there would end the new session. */
+		if (s->state != IWARP_SLOT_FREE || s->term_owed)
+			continue;
+		if (!s->used) {
+			pick = i;
+			break;
+		}
+		if (pick == U16_MAX)
+			pick = i;
+	}
+	mutex_unlock(&a->rx_mutex);
+	return pick;
+}
+
+/*
  * Takes a stream for @conn on its association if it is up and sends the
  * Initiate: 0, 1 to wait (the association is being set up, or every
  * stream is busy and one is in quarantine: the session stays a waiter and
@@ -133,9 +169,9 @@ static void iwarp_sctp_arm(struct iwarp_conn *conn)
 static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 {
 	struct iwarp_assoc *a = conn->assoc;
-	bool quarantined = false;
-	u16 i, pick = U16_MAX;
+	bool quarantined;
 	int err = -EBUSY;
+	u16 pick;
 
 	mutex_lock(&a->lock);
 	if (a->state == IWARP_ASSOC_SETUP && !list_empty(&conn->assoc_node)) {
@@ -146,20 +182,16 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 		err = a->err ?: -ECONNRESET;
 		goto out;
 	}
-	/* Never-used streams first: a reused one may see old chunks late. */
-	for (i = 0; i < a->nstreams; i++) {
-		quarantined |= a->slots[i].state == IWARP_SLOT_QUARANTINE;
-		if (a->slots[i].state != IWARP_SLOT_FREE)
-			continue;
-		if (!a->slots[i].used) {
-			pick = i;
-			break;
-		}
-		if (pick == U16_MAX)
-			pick = i;
+	/* The close takes a->lock after setting closing: no slot for it. */
+	if (READ_ONCE(conn->closing)) {
+		err = -ECONNABORTED;
+		goto out;
 	}
+	pick = iwarp_sctp_pick(a, &quarantined);
+	if (pick == U16_MAX && quarantined && iwarp_assoc_drain(a))
+		pick = iwarp_sctp_pick(a, &quarantined);
 	if (pick == U16_MAX) {
-		/* A stream in quarantine frees once the peer's Terminate came. */
+		/* One in quarantine frees once the Terminates are through. */
 		if (quarantined) {
 			if (list_empty(&conn->assoc_node))
 				list_add_tail(&conn->assoc_node, &a->waiters);
@@ -235,6 +267,11 @@ void iwarp_sctp_session_work(struct iwarp_conn *conn)
 			goto fail;
 		}
 		conn->mpa_step = IWARP_MPA_DONE;
+		if (answer == IWARP_SCTP_ANSWER_DOWN) {
+			/* The association ended first (iwarp_sctp_session_down()). */
+			err = -READ_ONCE(conn->tcp_err) ?: -ECONNRESET;
+			goto fail;
+		}
 		if (answer == IWP_SCTP_REJECT) {
 			conn->res.peer_reject = true;
 			err = -ECONNREFUSED;
@@ -294,15 +331,34 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 		if (!want)
 			continue;
 		conn = NULL;
-		if (lsn && !READ_ONCE(lsn->closing) &&
-		    atomic_read(&lsn->pending) < lsn->backlog)
-			conn = iwarp_conn_alloc(a->ctx, IWARP_CM_KIND_PASSIVE);
+		if (lsn && !READ_ONCE(lsn->closing)) {
+			if (atomic_inc_return(&lsn->pending) <= lsn->backlog)
+				conn = iwarp_conn_alloc(a->ctx, IWARP_CM_KIND_PASSIVE);
+			if (!conn)
+				atomic_dec(&lsn->pending);
+		}
+		if (conn) {
+			/* Complete before rx_work can reach it through the slot. */
+			conn->xport = IWARP_XPORT_SCTP;
+			iwarp_assoc_get(a);
+			WRITE_ONCE(conn->assoc, a);
+			conn->sid = i;
+			conn->local = a->local;
+			conn->peer = a->peer;
+			iwarp_conn_get(lsn);
+			conn->lsn = lsn;
+			atomic_set(&conn->pending_counted, 1);
+			conn->pol.ird = lsn->pol.ird;
+			conn->pol.ord = lsn->pol.ord;
+			conn->rfc7306 = lsn->rfc7306;
+			conn->state = IWARP_CM_STATE_MPA_WAIT_ACCEPT;
+		}
 		mutex_lock(&a->rx_mutex);
 		/* Withdrawn meanwhile (the peer's Terminate): nothing to do. */
 		if (s->state != IWARP_SLOT_INITIATE_RCVD || s->conn) {
 			mutex_unlock(&a->rx_mutex);
 			if (conn)
-				iwarp_conn_put(conn);
+				iwarp_conn_close(conn, true);	/* unpends, drops */
 			continue;
 		}
 		if (!conn) {
@@ -324,22 +380,9 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 		s->pd = NULL;
 		iwarp_conn_get(conn);	/* the slot's */
 		s->conn = conn;
+		s->peer_term = false;
+		s->answered = false;
 		mutex_unlock(&a->rx_mutex);
-
-		conn->xport = IWARP_XPORT_SCTP;
-		iwarp_assoc_get(a);
-		WRITE_ONCE(conn->assoc, a);
-		conn->sid = i;
-		conn->local = a->local;
-		conn->peer = a->peer;
-		iwarp_conn_get(lsn);
-		conn->lsn = lsn;
-		atomic_set(&conn->pending_counted, 1);
-		atomic_inc(&lsn->pending);
-		conn->pol.ird = lsn->pol.ird;
-		conn->pol.ord = lsn->pol.ord;
-		conn->rfc7306 = lsn->rfc7306;
-		conn->state = IWARP_CM_STATE_MPA_WAIT_ACCEPT;
 		/* Once listed, a close can take it: keep our own reference. */
 		iwarp_conn_get(conn);
 		if (iwarp_conn_publish(conn))
@@ -357,12 +400,14 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 	int err;
 
 	mutex_lock(&a->lock);
-	if (a->slots && a->slots[conn->sid].conn == conn) {
+	if (READ_ONCE(conn->closing)) {
+		err = -ECONNABORTED;
+	} else if (a->slots && a->slots[conn->sid].conn == conn) {
 		err = iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn++, func, pd, pd_len);
 		if (!err && func == IWP_SCTP_ACCEPT)
 			iwarp_slot_set(a, conn->sid, conn, IWARP_SLOT_OPEN);
 		/* A Reject ends the session: no Terminate follows it. */
-		if (func == IWP_SCTP_REJECT) {
+		if (!err && func == IWP_SCTP_REJECT) {
 			mutex_lock(&a->rx_mutex);
 			a->slots[conn->sid].answered = true;
 			mutex_unlock(&a->rx_mutex);
@@ -377,6 +422,21 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 }
 
 /* ---------------------------------------------------------------- ending */
+
+/*
+ * The association of @conn ended while its Initiate awaited the answer
+ * (iwarp_assoc_close(), the slot detached, tcp_err set): the Dial fails.
+ */
+void iwarp_sctp_session_down(struct iwarp_conn *conn)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (!conn->sctp_answer)
+		conn->sctp_answer = IWARP_SCTP_ANSWER_DOWN;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	iwarp_cm_kick(conn);
+}
 
 /*
  * iwarp_conn_close() of a session: the Terminate, unless the session
@@ -394,21 +454,34 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 	list_del_init(&conn->assoc_node);
 	s = a->slots && conn->sid < a->nstreams ? &a->slots[conn->sid] : NULL;
 	if (s && s->conn == conn) {
-		bool over;
+		bool answered, peer_term;
+		u8 state, next;
 
 		mutex_lock(&a->rx_mutex);
+		answered = s->answered;
+		peer_term = s->peer_term;
+		state = s->state;
+		mutex_unlock(&a->rx_mutex);
 		/*
 		 * Initiate answered by Reject or Terminate: nothing of the
-		 * session follows on either side. Else the peer's Terminate
-		 * ends it, or the stream waits for it in quarantine.
+		 * session follows on either side, and no Terminate. Nor for
+		 * an Initiate not answered yet (quarantine: the answer may
+		 * come). Else our Terminate; the stream waits for the peer's
+		 * (quarantine), or, that one here, for ours to be
+		 * acknowledged (drain).
 		 */
-		over = s->answered || s->peer_term;
-		mutex_unlock(&a->rx_mutex);
-		/* No Terminate after those, nor for an unanswered Initiate. */
-		if (!s->answered && s->state != IWARP_SLOT_INITIATE_SENT)
+		if (answered) {
+			next = IWARP_SLOT_FREE;
+		} else if (state == IWARP_SLOT_INITIATE_SENT) {
+			next = IWARP_SLOT_QUARANTINE;
+		} else {
 			iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn++,
 					    IWP_SCTP_TERMINATE, NULL, 0);
-		iwarp_slot_set(a, conn->sid, NULL, over ? IWARP_SLOT_FREE : IWARP_SLOT_QUARANTINE);
+			/* Only the side that initiates reuses streams (2.3). */
+			next = !peer_term ? IWARP_SLOT_QUARANTINE :
+			       a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+		}
+		iwarp_slot_set(a, conn->sid, NULL, next);
 		put = true;
 	}
 	mutex_unlock(&a->lock);
@@ -493,19 +566,27 @@ static void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_s
 		iwarp_cm_kick(conn);
 		return;
 	case IWP_SCTP_TERMINATE:
-		s->peer_term = true;
 		if (!conn) {
-			if (s->state == IWARP_SLOT_QUARANTINE ||
-			    s->state == IWARP_SLOT_INITIATE_RCVD) {
-				/* Over, or withdrawn before a session was made. */
+			if (s->state == IWARP_SLOT_INITIATE_RCVD) {
+				/* Withdrawn before a session was made: nothing sent. */
 				kfree(s->pd);
 				s->pd = NULL;
 				s->state = IWARP_SLOT_FREE;
-				s->peer_term = false;
+				a->rx_requests = true;
+			} else if (s->state == IWARP_SLOT_QUARANTINE) {
+				/*
+				 * Both Terminates went. The side that initiates
+				 * reuses the stream once ours is acknowledged.
+				 */
+				s->state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+				a->rx_dry = true;
 				a->rx_requests = true;	/* a Dial may wait for it */
+			} else {
+				a->rx_dropped++;	/* no session to end */
 			}
 			return;
 		}
+		s->peer_term = true;
 		if (s->state == IWARP_SLOT_INITIATE_SENT) {
 			spin_lock_irqsave(&conn->lock, flags);
 			if (!conn->sctp_answer)

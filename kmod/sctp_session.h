@@ -25,6 +25,8 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 struct iwarp_cm_params;
 /* A session's IRD, ORD and RFC 7306 flag from @p or the defaults. */
 void iwarp_sctp_policy(struct iwarp_conn *conn, const struct iwarp_cm_params *p);
+/* The association ended while an active session awaited its answer. */
+void iwarp_sctp_session_down(struct iwarp_conn *conn);
 /* From iwarp_conn_close(): the Terminate and the stream's release. */
 void iwarp_sctp_session_close(struct iwarp_conn *conn);
 

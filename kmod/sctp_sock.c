@@ -69,6 +69,7 @@ static const u16 iwarp_sctp_events[] = {
 	SCTP_SHUTDOWN_EVENT,
 	SCTP_ADAPTATION_INDICATION,
 	SCTP_SEND_FAILED_EVENT,
+	SCTP_SENDER_DRY_EVENT,
 };
 
 /* Retransmission and heartbeat timing from peer_timeout_ms. */
