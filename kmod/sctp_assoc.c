@@ -181,6 +181,7 @@ static void iwarp_assoc_notify(struct iwarp_assoc *a, const u8 *b, u32 len)
 
 	if (len < sizeof(n->sn_header))
 		return;
+	pr_debug("assoc %u: notification %#x (%u octets)\n", a->id, n->sn_header.sn_type, len);
 	/* After COMM_UP, the indication comes next or never (SCTP-3). */
 	if (a->comm_up && !a->adapt_ok && !*down &&
 	    n->sn_header.sn_type != SCTP_ADAPTATION_INDICATION &&
@@ -408,6 +409,8 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 			a->idle_since = true;	/* until a session comes */
 			if (!a->active)
 				iwarp_assoc_kick_cm(a, a->deadline - jiffies);
+			/* Initiates read before it came up, in this run's batch */
+			iwarp_sctp_assoc_requests(a);
 		}
 	} else if (iwarp_assoc_busy(a)) {
 		a->idle_since = false;
@@ -428,9 +431,6 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 		a->err = err;
 		a->abort = abort;
 		iwarp_assoc_queue(a, iwarp_wq, &a->close_work);
-	} else if (a->state == IWARP_ASSOC_UP && up && !a->idle_since) {
-		/* just up: requests read in the same run */
-		iwarp_sctp_assoc_requests(a);
 	}
 	iwarp_assoc_wake(a);
 out:
@@ -710,8 +710,10 @@ static struct iwarp_assoc *iwarp_assoc_new_active(struct iwarp_conn *conn,
 	if (kernel_getsockname(a->sock, (struct sockaddr *)&a->local) < 0)
 		memset(&a->local, 0, sizeof(a->local));
 	err = iwarp_assoc_publish(a);
-	if (!err)
+	if (!err) {
 		iwarp_assoc_start(a, conn->timeout_ms);
+		pr_debug("assoc %u: connecting to %pISpc\n", a->id, &a->peer);
+	}
 fail:
 	/* A failed one is closed by the caller, outside iwarp_assoc_mutex. */
 	*errp = err;
@@ -737,7 +739,7 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 		if (it->state != IWARP_ASSOC_DOWN && !READ_ONCE(conn->closing)) {
 			iwarp_assoc_get(it);
 			list_add_tail(&conn->assoc_node, &it->waiters);
-			up = it->state == IWARP_ASSOC_UP;
+			up = it->state != IWARP_ASSOC_SETUP;
 			a = it;
 		}
 		mutex_unlock(&it->lock);
@@ -755,6 +757,8 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 			/* The close takes a->lock after setting closing. */
 			if (!READ_ONCE(conn->closing))
 				list_add_tail(&conn->assoc_node, &a->waiters);
+			/* Up or down already (cm_work ran first): no wake comes. */
+			up = a->state != IWARP_ASSOC_SETUP;
 			mutex_unlock(&a->lock);
 		}
 	}
@@ -763,7 +767,7 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 	if (failed)
 		iwarp_assoc_close(failed, err, true);
 	if (up)
-		iwarp_cm_kick(conn);	/* no wake will come */
+		iwarp_cm_kick(conn);	/* no wake will come: take a stream now */
 	return err;
 }
 
@@ -796,6 +800,7 @@ int iwarp_assoc_accepted(struct iwarp_conn *lsn, struct socket *sock, u16 stream
 	if (err)
 		goto fail;
 	iwarp_assoc_start(a, IWARP_SCTP_ASSOC_IDLE_MS);
+	pr_debug("assoc %u: accepted from %pISpc\n", a->id, &a->peer);
 	return 0;
 fail:
 	iwarp_assoc_close(a, err, true);

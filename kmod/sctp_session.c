@@ -632,10 +632,13 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 		}
 		return;
 	}
-	if (c.ppid == IWP_SCTP_PPID_CONTROL)
+	if (c.ppid == IWP_SCTP_PPID_CONTROL) {
+		pr_debug("assoc %u stream %u: %s received, ssn %u, slot state %u\n", a->id, r->sid,
+			 iwp_sctp_func_name(c.func), c.ssn, a->slots[r->sid].state);
 		iwarp_sctp_ctl_rx(a, r->sid, &c);
-	else
+	} else {
 		a->rx_dropped++;	/* DDP segments: the data path comes later */
+	}
 }
 
 /* ---------------------------------------------------------- policy, listen */

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +20,28 @@ import (
 	"github.com/iwarp/iwarp/ctl"
 	"github.com/iwarp/iwarp/userlib"
 )
+
+// sctpTrace turns the module's debug messages on for the test and, if it
+// fails, logs those about associations and sessions.
+func sctpTrace(t *testing.T) {
+	t.Helper()
+	const ctl = "/sys/kernel/debug/dynamic_debug/control"
+	if err := os.WriteFile(ctl, []byte("module iwarp +p"), 0); err != nil {
+		t.Logf("no dynamic debug (%v): no trace", err)
+		return
+	}
+	t.Cleanup(func() {
+		os.WriteFile(ctl, []byte("module iwarp -p"), 0)
+		if !t.Failed() {
+			return
+		}
+		for _, l := range strings.Split(dmesg(t), "\n") {
+			if strings.Contains(l, "assoc") || strings.Contains(l, "stream") {
+				t.Log(l)
+			}
+		}
+	})
+}
 
 // sctpListen listens over SCTP on addr:port in e's namespace.
 func sctpListen(t *testing.T, ns string, e *rdmaEnd, addr netip.Addr, port uint16, backlog int) *userlib.Listener {
@@ -76,6 +100,7 @@ func sctpSessions(t *testing.T, ns string) []ctl.CM {
 // graceful end that reaches the peer as DISCONNECTED. Posting a send
 // fails with ErrNotSupported until the data path exists.
 func TestSCTPSession(t *testing.T) {
+	sctpTrace(t)
 	tp := newTopology(t)
 	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
 	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
@@ -223,6 +248,7 @@ func sctpRawListener(t *testing.T, ns string, addr netip.Addr, port uint16) {
 // on fails with ECONNREFUSED; an association to our listener from an
 // endpoint without the indication is aborted and raises no request.
 func TestSCTPAdaptation(t *testing.T) {
+	sctpTrace(t)
 	tp := newTopology(t)
 	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
 	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
@@ -230,12 +256,16 @@ func TestSCTPAdaptation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
+	t0 := time.Now()
 	sctpRawListener(t, tp.B, addr, 5044)
 	_, err := a.qp.Dial(ctx, netip.AddrPortFrom(addr, 5044), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}})
 	if !errors.Is(err, userlib.ErrUnreachable) || !errors.Is(err, syscall.EPROTONOSUPPORT) {
 		t.Fatalf("dial to an SCTP endpoint without the DDP indication: %v, want unreachable EPROTONOSUPPORT", err)
 	}
+	t.Logf("no indication: %v after %v", err, time.Since(t0))
+	t0 = time.Now()
 	_, err = sctpQP(t, a).Dial(ctx, netip.AddrPortFrom(addr, 5045), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}})
+	t.Logf("closed port: %v after %v", err, time.Since(t0))
 	if !errors.Is(err, userlib.ErrUnreachable) || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("dial to a closed SCTP port: %v, want unreachable ECONNREFUSED", err)
 	}
@@ -244,6 +274,7 @@ func TestSCTPAdaptation(t *testing.T) {
 	l := sctpListen(t, tp.B, b, addr, 5046, 4)
 	defer l.Close()
 	var fd int
+	t0 = time.Now()
 	if err := RunInNetns(tp.A, func() error {
 		var err error
 		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP)
@@ -268,7 +299,7 @@ func TestSCTPAdaptation(t *testing.T) {
 	if errors.Is(rerr, syscall.EAGAIN) {
 		t.Fatal("the association without the DDP indication is still up after 20 s")
 	}
-	t.Logf("plain client: read %d, %v", n, rerr)
+	t.Logf("plain client: read %d, %v after %v", n, rerr, time.Since(t0))
 	_ = l
 }
 
@@ -277,9 +308,10 @@ func TestSCTPAdaptation(t *testing.T) {
 // its Terminate, and the stream is free again; a Dial that finds every
 // stream in quarantine waits for one rather than fail. All of them share
 // one association. Then a listener with a backlog of 2 refuses a third
-// pending Initiate with a Terminate (SCTP-12): that Dial fails with
+// pending Initiate with a Terminate (SCTP-12, SCTP-18): that Dial fails with
 // ECONNREFUSED while the two wait.
 func TestSCTPStreamReuse(t *testing.T) {
+	sctpTrace(t)
 	tp := newTopology(t)
 	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
 	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
