@@ -709,6 +709,23 @@ module_param_named(mpa_responder_waits, iwarp_mpa_responder_waits, bool, 0644);
 MODULE_PARM_DESC(mpa_responder_waits,
 		 "Without peer-to-peer mode, an MPA responder sends nothing before the initiator's first FPDU (RFC 5044 MPA-39; default N, as siw; applies to connections accepted afterwards)");
 
+int iwarp_conn_queues(struct iwarp_conn *conn)
+{
+	struct iwarp_qp *qp = conn->qp;
+
+	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
+	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
+	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
+	if (!conn->swq || !conn->orq || !conn->irq)
+		return -ENOMEM;
+	conn->sq_next = READ_ONCE(qp->sq.ctrl->tail);
+	conn->sq_built = conn->sq_next;
+	conn->sq_sent = conn->sq_next;
+	conn->sq_cqi = conn->sq_next;
+	conn->rq_next = READ_ONCE(qp->rq.ctrl->tail);
+	return 0;
+}
+
 int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
@@ -720,11 +737,8 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	conn->ord_max = conn->res.ord;
 	conn->ird = max_t(u32, conn->res.ird, 1);
 	conn->ird_max = conn->res.ird;
-	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
-	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
-	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
 	/* The transmit buffer is taken once there is something to send. */
-	if (!conn->swq || !conn->orq || !conn->irq)
+	if (iwarp_conn_queues(conn))
 		return -ENOMEM;
 
 	/* MPA-40: stream positions count from the first FPDU octet. */
@@ -750,11 +764,6 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	conn->term_msn = 1;
 	conn->msn_aresp = 1;
 	conn->aresp_msn = 1;
-	conn->sq_next = READ_ONCE(qp->sq.ctrl->tail);
-	conn->sq_built = conn->sq_next;
-	conn->sq_sent = conn->sq_next;
-	conn->sq_cqi = conn->sq_next;
-	conn->rq_next = READ_ONCE(qp->rq.ctrl->tail);
 	if (conn->res.p2p) {
 		if (conn->kind == IWARP_CM_KIND_ACTIVE)
 			conn->rtr_pending = true;

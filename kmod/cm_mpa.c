@@ -544,9 +544,23 @@ static int iwarp_cm_connect_step(struct iwarp_conn *conn)
 	return -EINVAL;		/* done: not run again */
 }
 
+void iwarp_cm_dial_failed(struct iwarp_conn *conn, int err)
+{
+	if (READ_ONCE(conn->closing))
+		return;
+	WRITE_ONCE(conn->qp->state, IWARP_QP_STATE_ERROR);
+	if (err == -ECONNREFUSED && conn->res.peer_reject)
+		iwarp_cm_event(conn, IWARP_EVENT_REJECTED, err, 0, conn->peer_pd,
+			       conn->peer_pd_len);
+	else
+		iwarp_cm_event(conn, IWARP_EVENT_UNREACHABLE, err,
+			       conn->res.term.ecode ? iwarp_term_code(&conn->res.term) : 0,
+			       NULL, 0);
+	iwarp_cm_close_async(conn);
+}
+
 static void iwarp_cm_connect_work(struct iwarp_conn *conn)
 {
-	struct iwarp_qp *qp = conn->qp;
 	int err;
 
 	if (conn->mpa_step == IWARP_MPA_DONE)
@@ -569,17 +583,7 @@ static void iwarp_cm_connect_work(struct iwarp_conn *conn)
 	return;
 
 fail:
-	if (READ_ONCE(conn->closing))
-		return;
-	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
-	if (err == -ECONNREFUSED && conn->res.peer_reject)
-		iwarp_cm_event(conn, IWARP_EVENT_REJECTED, err, 0, conn->peer_pd,
-			       conn->peer_pd_len);
-	else
-		iwarp_cm_event(conn, IWARP_EVENT_UNREACHABLE, err,
-			       conn->res.term.ecode ? iwarp_term_code(&conn->res.term) : 0,
-			       NULL, 0);
-	iwarp_cm_close_async(conn);
+	iwarp_cm_dial_failed(conn, err);
 }
 
 int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_storage *addr,
@@ -972,25 +976,19 @@ int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_
 /* ------------------------------------------------------------ listeners */
 
 /*
- * The listener is published (LISTEN_CLOSE can find it) only once its
- * socket listens and is hooked; a SYN that arrives before that waits in
- * TCP's queue for the accept work queued last.
+ * A listener whose socket (TCP or SCTP) is set: bound to @addr, listening,
+ * hooked, then published (LISTEN_CLOSE can find it) only once it listens
+ * and is hooked; a connection that arrives before that waits in the
+ * socket's queue for the accept work queued last. On failure the listener
+ * is closed.
  */
-int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
-		    u32 *id, struct netlink_ext_ack *extack)
+int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr, u32 backlog,
+			 u32 *id, struct netlink_ext_ack *extack)
 {
 	int alen = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 						 sizeof(struct sockaddr_in);
-	struct iwarp_conn *lsn;
 	int err;
 
-	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
-	if (!lsn)
-		return -ENOMEM;
-	lsn->backlog = backlog;
-	err = iwarp_cm_sock_new(lsn, addr->ss_family);
-	if (err)
-		goto fail;
 	sock_set_reuseaddr(lsn->sock->sk);
 	err = kernel_bind(lsn->sock, (struct sockaddr *)addr, alen);
 	if (err) {
@@ -1024,6 +1022,24 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 fail:
 	iwarp_conn_close(lsn, true);
 	return err;
+}
+
+int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
+		    u32 *id, struct netlink_ext_ack *extack)
+{
+	struct iwarp_conn *lsn;
+	int err;
+
+	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
+	if (!lsn)
+		return -ENOMEM;
+	lsn->backlog = backlog;
+	err = iwarp_cm_sock_new(lsn, addr->ss_family);
+	if (err) {
+		iwarp_conn_close(lsn, true);
+		return err;
+	}
+	return iwarp_cm_listen_sock(lsn, addr, backlog, id, extack);
 }
 
 int iwarp_cm_listen_close(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)

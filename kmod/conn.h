@@ -353,6 +353,11 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort);
  * them.
  */
 int iwarp_conn_start_fpdu(struct iwarp_conn *conn);
+/*
+ * The engines' queues (SQ shadow, ORQ, IRQ; conn->ord and ird set) and
+ * the rings' positions, as the connection comes up.
+ */
+int iwarp_conn_queues(struct iwarp_conn *conn);
 
 /*
  * The QP goes to error: @term (if set) is sent as a Terminate first and is

@@ -102,16 +102,8 @@ static int iwarp_sctp_start(struct iwarp_conn *conn)
 	conn->ord_max = conn->pol.ord;
 	conn->ird = max_t(u32, conn->pol.ird, 1);
 	conn->ird_max = conn->pol.ird;
-	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
-	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
-	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
-	if (!conn->swq || !conn->orq || !conn->irq)
+	if (iwarp_conn_queues(conn))
 		return -ENOMEM;
-	conn->sq_next = READ_ONCE(qp->sq.ctrl->tail);
-	conn->sq_built = conn->sq_next;
-	conn->sq_sent = conn->sq_next;
-	conn->sq_cqi = conn->sq_next;
-	conn->rq_next = READ_ONCE(qp->rq.ctrl->tail);
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
 	mutex_lock(&conn->tx_lock);
 	conn->fpdu_mode = true;		/* the doorbell reaches the engine */
@@ -220,7 +212,6 @@ out:
  */
 void iwarp_sctp_session_work(struct iwarp_conn *conn)
 {
-	struct iwarp_qp *qp = conn->qp;
 	unsigned long flags;
 	u16 answer;
 	int err;
@@ -292,15 +283,7 @@ void iwarp_sctp_session_work(struct iwarp_conn *conn)
 	}
 fail:
 	conn->mpa_step = IWARP_MPA_DONE;
-	if (READ_ONCE(conn->closing))
-		return;
-	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
-	if (err == -ECONNREFUSED && conn->res.peer_reject)
-		iwarp_cm_event(conn, IWARP_EVENT_REJECTED, err, 0, conn->peer_pd,
-			       conn->peer_pd_len);
-	else
-		iwarp_cm_event(conn, IWARP_EVENT_UNREACHABLE, err, 0, NULL, 0);
-	iwarp_cm_close_async(conn);
+	iwarp_cm_dial_failed(conn, err);
 }
 
 /* ------------------------------------------------------------ passive side */
@@ -664,8 +647,6 @@ static bool iwarp_addr_any(const struct sockaddr_storage *ss)
 int iwarp_sctp_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
 		      u16 streams, u32 *id, struct netlink_ext_ack *extack)
 {
-	int alen = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-						 sizeof(struct sockaddr_in);
 	struct iwarp_cm_params none = {};
 	struct iwarp_conn *lsn;
 	struct socket *sock;
@@ -692,36 +673,7 @@ int iwarp_sctp_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 
 	spin_lock_bh(&lsn->lock);
 	lsn->sock = sock;
 	spin_unlock_bh(&lsn->lock);
-	sock_set_reuseaddr(sock->sk);
-	err = kernel_bind(sock, (struct sockaddr *)addr, alen);
-	if (err) {
-		if (err == -EADDRINUSE)
-			NL_SET_ERR_MSG(extack, "IWARP_A_CM_PORT: the address and port are in use");
-		else
-			NL_SET_ERR_MSG(extack, "IWARP_A_CM_ADDR: cannot bind to this address");
-		goto fail;
-	}
-	err = kernel_listen(sock, backlog);
-	if (err)
-		goto fail;
-	if (kernel_getsockname(sock, (struct sockaddr *)&lsn->local) < 0)
-		lsn->local = *addr;
-	lsn->state = IWARP_CM_STATE_LISTEN;
-	iwarp_conn_hook(lsn);
-	/* Once listed, LISTEN_CLOSE can take it: keep our own reference. */
-	iwarp_conn_get(lsn);
-	err = iwarp_conn_publish(lsn);
-	if (err) {
-		iwarp_conn_put(lsn);
-		NL_SET_ERR_MSG(extack, "IWARP_A_CTX_FD: the context is being closed");
-		goto fail;
-	}
-	*addr = lsn->local;
-	*id = lsn->id;
-	/* Associations may have come up before the hook or the publication. */
-	iwarp_cm_kick(lsn);
-	iwarp_conn_put(lsn);
-	return 0;
+	return iwarp_cm_listen_sock(lsn, addr, backlog, id, extack);
 fail:
 	iwarp_conn_close(lsn, true);
 	return err;

@@ -43,6 +43,16 @@ func sctpTrace(t *testing.T) {
 	})
 }
 
+// sctpEnds is the setup of the SCTP tests: a topology, one endpoint in
+// each namespace, B's address, the module's trace on.
+func sctpEnds(t *testing.T) (*Topology, *rdmaEnd, *rdmaEnd, netip.Addr) {
+	t.Helper()
+	sctpTrace(t)
+	tp := newTopology(t)
+	return tp, newRdmaEnd(t, tp.A, 4096, rdmaAccess), newRdmaEnd(t, tp.B, 4096, rdmaAccess),
+		netip.MustParseAddr(TopoB4)
+}
+
 // sctpListen listens over SCTP on addr:port in e's namespace.
 func sctpListen(t *testing.T, ns string, e *rdmaEnd, addr netip.Addr, port uint16, backlog int) *userlib.Listener {
 	t.Helper()
@@ -56,6 +66,20 @@ func sctpListen(t *testing.T, ns string, e *rdmaEnd, addr netip.Addr, port uint1
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// sctpAnswer takes the listener's next request and answers it with fn,
+// in the background: the channel gets the outcome.
+func sctpAnswer(ctx context.Context, l *userlib.Listener, fn func(*userlib.ConnRequest) error) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		req, err := l.Accept(ctx)
+		if err == nil {
+			err = fn(req)
+		}
+		out <- err
+	}()
+	return out
 }
 
 // sctpQP is one more QP of e's context.
@@ -100,11 +124,7 @@ func sctpSessions(t *testing.T, ns string) []ctl.CM {
 // graceful end that reaches the peer as DISCONNECTED. Posting a send
 // fails with ErrNotSupported until the data path exists.
 func TestSCTPSession(t *testing.T) {
-	sctpTrace(t)
-	tp := newTopology(t)
-	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
-	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
-	addr := netip.MustParseAddr(TopoB4)
+	tp, a, b, addr := sctpEnds(t)
 	const port = 5043
 	l := sctpListen(t, tp.B, b, addr, port, 16)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -118,20 +138,13 @@ func TestSCTPSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, reply := sctpPattern(n, byte(i)), sctpPattern(n, byte(i)+100)
-		acc := make(chan error, 1)
-		go func() {
-			req, err := l.Accept(ctx)
-			if err != nil {
-				acc <- err
-				return
-			}
+		acc := sctpAnswer(ctx, l, func(req *userlib.ConnRequest) error {
 			if !bytes.Equal(req.PrivateData, want) {
-				acc <- errors.New("request private data differs")
 				req.Reject(nil)
-				return
+				return errors.New("request private data differs")
 			}
-			acc <- req.Accept(ctx, qb, &userlib.ConnParams{PrivateData: reply})
-		}()
+			return req.Accept(ctx, qb, &userlib.ConnParams{PrivateData: reply})
+		})
 		got, err := qa.Dial(ctx, netip.AddrPortFrom(addr, port),
 			&userlib.ConnParams{PrivateData: want, SCTP: &userlib.SCTPParams{}})
 		if err != nil {
@@ -173,15 +186,9 @@ func TestSCTPSession(t *testing.T) {
 
 	// Reject, with private data (SCTP-17).
 	qa := sctpQP(t, a)
-	rej := make(chan error, 1)
-	go func() {
-		req, err := l.Accept(ctx)
-		if err != nil {
-			rej <- err
-			return
-		}
-		rej <- req.Reject([]byte("not now"))
-	}()
+	rej := sctpAnswer(ctx, l, func(req *userlib.ConnRequest) error {
+		return req.Reject([]byte("not now"))
+	})
 	_, err := qa.Dial(ctx, netip.AddrPortFrom(addr, port), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}})
 	var re *userlib.RejectedError
 	if !errors.As(err, &re) || string(re.PrivateData) != "not now" {
@@ -248,11 +255,7 @@ func sctpRawListener(t *testing.T, ns string, addr netip.Addr, port uint16) {
 // on fails with ECONNREFUSED; an association to our listener from an
 // endpoint without the indication is aborted and raises no request.
 func TestSCTPAdaptation(t *testing.T) {
-	sctpTrace(t)
-	tp := newTopology(t)
-	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
-	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
-	addr := netip.MustParseAddr(TopoB4)
+	tp, a, b, addr := sctpEnds(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -311,11 +314,7 @@ func TestSCTPAdaptation(t *testing.T) {
 // pending Initiate with a Terminate (SCTP-12, SCTP-18): that Dial fails with
 // ECONNREFUSED while the two wait.
 func TestSCTPStreamReuse(t *testing.T) {
-	sctpTrace(t)
-	tp := newTopology(t)
-	a := newRdmaEnd(t, tp.A, 4096, rdmaAccess)
-	b := newRdmaEnd(t, tp.B, 4096, rdmaAccess)
-	addr := netip.MustParseAddr(TopoB4)
+	tp, a, b, addr := sctpEnds(t)
 	l := sctpListen(t, tp.B, b, addr, 5047, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -328,15 +327,9 @@ func TestSCTPStreamReuse(t *testing.T) {
 		if err := qb.PostRecv(uint64(r), b.mr.SGE(0, 64)); err != nil {
 			t.Fatal(err)
 		}
-		acc := make(chan error, 1)
-		go func() {
-			req, err := l.Accept(ctx)
-			if err != nil {
-				acc <- err
-				return
-			}
-			acc <- req.Accept(ctx, qb, nil)
-		}()
+		acc := sctpAnswer(ctx, l, func(req *userlib.ConnRequest) error {
+			return req.Accept(ctx, qb, nil)
+		})
 		if _, err := qa.Dial(ctx, netip.AddrPortFrom(addr, 5047), &userlib.ConnParams{SCTP: sp}); err != nil {
 			t.Fatalf("round %d: dial: %v", r, err)
 		}
