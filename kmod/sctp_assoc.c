@@ -359,8 +359,7 @@ static void iwarp_assoc_wake(struct iwarp_assoc *a)
 /*
  * Applies what rx_work found: UP once COMM_UP and DDP's indication were
  * read; DOWN on any end, at the setup deadline, or when idle (no session
- * for IWARP_SCTP_ASSOC_IDLE_MS on the passive side, at once on the active
- * side). A DOWN association is closed.
+ * for IWARP_SCTP_ASSOC_IDLE_MS). A DOWN association is closed.
  */
 static void iwarp_assoc_cm_work(struct work_struct *work)
 {
@@ -415,12 +414,15 @@ static void iwarp_assoc_cm_work(struct work_struct *work)
 	} else if (iwarp_assoc_busy(a)) {
 		a->idle_since = false;
 	} else {
-		/* Up and idle: the passive side waits a while for a session. */
-		if (!a->active && !a->idle_since) {
+		/*
+		 * Up and idle: kept a while for the next session (a Dial
+		 * to the same peer, or the peer's), then shut down.
+		 */
+		if (!a->idle_since) {
 			a->idle_since = true;
 			a->deadline = jiffies + msecs_to_jiffies(IWARP_SCTP_ASSOC_IDLE_MS);
 		}
-		if (!a->active && time_before(jiffies, a->deadline)) {
+		if (time_before(jiffies, a->deadline)) {
 			iwarp_assoc_kick_cm(a, a->deadline - jiffies);
 			goto out;
 		}

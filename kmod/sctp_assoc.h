@@ -14,7 +14,7 @@
  * - Teardown: unlist, unhook, cancel the works, end every session (QP to
  *   error, flushed, DISCONNECTED), release the socket (an abort resets
  *   the association), drop the list's reference.
- * - Bounded: setup has the Dial's deadline; a passive association with no
+ * - Bounded: setup has the Dial's deadline; an association with no
  *   session is shut down after IWARP_SCTP_ASSOC_IDLE_MS.
  *
  * Lock order: cm_lock (a session's) -> assoc->lock -> tx_lock ->
