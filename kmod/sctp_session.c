@@ -437,34 +437,48 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 	list_del_init(&conn->assoc_node);
 	s = a->slots && conn->sid < a->nstreams ? &a->slots[conn->sid] : NULL;
 	if (s && s->conn == conn) {
-		bool answered, peer_term;
-		u8 state, next;
+		bool answered;
+		u8 state;
 
 		mutex_lock(&a->rx_mutex);
 		answered = s->answered;
-		peer_term = s->peer_term;
 		state = s->state;
 		mutex_unlock(&a->rx_mutex);
 		/*
-		 * Initiate answered by Reject or Terminate: nothing of the
-		 * session follows on either side, and no Terminate. Nor for
-		 * an Initiate not answered yet (quarantine: the answer may
-		 * come). Else our Terminate; the stream waits for the peer's
-		 * (quarantine), or, that one here, for ours to be
-		 * acknowledged (drain).
+		 * No Terminate after a Reject or a Terminate answering the
+		 * Initiate, nor for an Initiate not answered yet.
 		 */
-		if (answered) {
-			next = IWARP_SLOT_FREE;
-		} else if (state == IWARP_SLOT_INITIATE_SENT) {
-			next = IWARP_SLOT_QUARANTINE;
-		} else {
+		if (!answered && state != IWARP_SLOT_INITIATE_SENT)
 			iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn++,
 					    IWP_SCTP_TERMINATE, NULL, 0);
-			/* Only the side that initiates reuses streams (2.3). */
-			next = !peer_term ? IWARP_SLOT_QUARANTINE :
-			       a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+		/*
+		 * Off the stream, with the peer's Terminate as rx_work saw it
+		 * up to now (later ones find the stream without a session):
+		 * after a Reject or a Terminate answering the Initiate nothing
+		 * of the session follows (free); an unanswered Initiate may
+		 * still get its answer, and a session waits for the peer's
+		 * Terminate (quarantine); with both sent, the side that
+		 * initiates reuses the stream once ours is acknowledged
+		 * (drain), the other at once.
+		 */
+		mutex_lock(&a->rx_mutex);
+		if (s->answered)
+			state = IWARP_SLOT_FREE;
+		else if (!s->peer_term || s->state == IWARP_SLOT_INITIATE_SENT)
+			state = IWARP_SLOT_QUARANTINE;
+		else
+			state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+		s->conn = NULL;
+		s->state = state;
+		s->answered = false;
+		if (state == IWARP_SLOT_FREE) {
+			kfree(s->pd);
+			s->pd = NULL;
+			s->peer_term = false;
 		}
-		iwarp_slot_set(a, conn->sid, NULL, next);
+		mutex_unlock(&a->rx_mutex);
+		if (state == IWARP_SLOT_DRAIN)
+			iwarp_assoc_drain(a);	/* acknowledged already? */
 		put = true;
 	}
 	mutex_unlock(&a->lock);
