@@ -164,6 +164,7 @@ struct iwarp_conn_stats {
 
 struct iwarp_conn {
 	struct kref ref;
+	struct rcu_head rcu;		/* first: kfree_rcu() needs it near the start */
 	u32 id;				/* in the CM index */
 	u8 kind;			/* enum iwarp_cm_kind */
 	u8 state;			/* enum iwarp_cm_state, conn->lock */
@@ -310,7 +311,6 @@ struct iwarp_conn {
 	bool fpdu_wait;
 
 	struct iwarp_conn_stats stats;	/* updated by the engines, read racily */
-	struct rcu_head rcu;
 };
 
 int iwarp_conn_init(void);
