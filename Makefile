@@ -77,10 +77,12 @@ check-generated: generate
 	@git diff --exit-code -- uapi/iwarp.h kmod/nl_gen.c kmod/nl_gen.h netlinkproto/zz_generated.go \
 		|| { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 
-# Fails on any sparse report (endianness included).
+# Fails on any sparse report (endianness included). -Wno-flexible-array-array:
+# the kernel's own include/net/sctp/structs.h (read by kmod/sctp_assoc.c for
+# the association's send queue) has an array of flexible structures.
 sparse:
 	@mkdir -p build
-	@$(MAKE) -s -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" modules 2>&1 \
+	@$(MAKE) -s -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__ -Wno-flexible-array-array" modules 2>&1 \
 		| tee build/sparse.log | grep -E "warning:|error:" && { echo "sparse: reports above"; exit 1; } || echo "sparse: clean"
 
 checkpatch:

@@ -96,11 +96,11 @@ func TestCMsDump(t *testing.T) {
 	for i, want := range []string{
 		`{"pid":10,"comm":"srv","ctx":1,"id":1,"kind":"listener","state":"listen","qp":null,` +
 			`"local_addr":"::","local_port":4791,"peer_addr":null,"peer_port":null,"flags":[],"mpa_rev":null,` +
-			`"rtr":null,"ird":0,"ord":0,"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,` +
+			`"rtr":null,"ird":0,"ord":0,"transport":"tcp","sctp":null,"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,` +
 			`"term_sent":null,"term_rcvd":null}`,
 		`{"pid":10,"comm":"srv","ctx":1,"id":2,"kind":"passive","state":"established","qp":7,` +
 			`"local_addr":"192.0.2.1","local_port":4791,"peer_addr":"192.0.2.2","peer_port":40000,` +
-			`"flags":["crc","markers-rx","p2p","enhanced"],"mpa_rev":2,"rtr":"read","ird":16,"ord":8,` +
+			`"flags":["crc","markers-rx","p2p","enhanced"],"mpa_rev":2,"rtr":"read","ird":16,"ord":8,"transport":"tcp","sctp":null,` +
 			`"tx_bytes":100,"rx_bytes":200,"tx_fpdus":3,"rx_fpdus":4,"crc_errors":1,` +
 			`"term_sent":{"layer":1,"etype":2,"ecode":1,"name":"ddp/untagged-buffer/invalid-qn"},"term_rcvd":null}`,
 	} {

@@ -285,6 +285,20 @@ func parseCMAttrs(b []byte) (CM, EventReason, error) {
 			cm.IRD = ad.Uint32()
 		case netlinkproto.AttrLinkORD:
 			cm.ORD = ad.Uint32()
+		case netlinkproto.AttrCMTransport:
+			if ad.Uint8() == uint8(netlinkproto.TransportSctp) && cm.SCTP == nil {
+				cm.SCTP = &SCTPSession{}
+			}
+		case netlinkproto.AttrCMSctpAssoc:
+			if cm.SCTP == nil {
+				cm.SCTP = &SCTPSession{}
+			}
+			cm.SCTP.Assoc = ad.Uint32()
+		case netlinkproto.AttrCMSctpStream:
+			if cm.SCTP == nil {
+				cm.SCTP = &SCTPSession{}
+			}
+			cm.SCTP.Stream = ad.Uint16()
 		case netlinkproto.AttrEventReason:
 			reason = EventReason(ad.Uint32())
 		default:

@@ -48,6 +48,7 @@
 #define _IWARP_CONN_H
 
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/math.h>
 #include <linux/minmax.h>
 #include <linux/mutex.h>
@@ -66,6 +67,7 @@
 #include "proto/mpa_rx.h"
 #include "proto/rdmap.h"
 
+struct iwarp_assoc;
 struct iwarp_ctx;
 struct iwarp_mr;
 struct iwarp_qp;
@@ -162,6 +164,7 @@ struct iwarp_conn_stats {
 
 struct iwarp_conn {
 	struct kref ref;
+	struct rcu_head rcu;		/* first: kfree_rcu() needs it near the start */
 	u32 id;				/* in the CM index */
 	u8 kind;			/* enum iwarp_cm_kind */
 	u8 state;			/* enum iwarp_cm_state, conn->lock */
@@ -175,8 +178,15 @@ struct iwarp_conn {
 	u32 backlog;			/* listener: pending requests allowed */
 	atomic_t pending;		/* listener: requests not yet answered */
 	atomic_t pending_counted;	/* request: counted in lsn->pending */
+	atomic_t assocs;		/* SCTP listener: its associations */
 	struct iwarp_qp *qp;		/* held once bound */
 	struct socket *sock;		/* set and cleared under conn->lock */
+	u8 xport;			/* enum iwarp_xport (xport.h), set at creation */
+	struct iwarp_assoc *assoc;	/* SCTP session: held (sctp_assoc.h) */
+	struct list_head assoc_node;	/* in assoc->waiters (assoc->lock) */
+	u16 sid;			/* SCTP session: its stream */
+	u16 sctp_tx_ssn;		/* next DDP-SSN sent (assoc->lock) */
+	u16 sctp_answer;		/* to our Initiate: function code (conn->lock) */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	int ifindex;			/* the route's device, for link stats */
@@ -301,7 +311,6 @@ struct iwarp_conn {
 	bool fpdu_wait;
 
 	struct iwarp_conn_stats stats;	/* updated by the engines, read racily */
-	struct rcu_head rcu;
 };
 
 int iwarp_conn_init(void);
@@ -344,6 +353,11 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort);
  * them.
  */
 int iwarp_conn_start_fpdu(struct iwarp_conn *conn);
+/*
+ * The engines' queues (SQ shadow, ORQ, IRQ; conn->ord and ird set) and
+ * the rings' positions, as the connection comes up.
+ */
+int iwarp_conn_queues(struct iwarp_conn *conn);
 
 /*
  * The QP goes to error: @term (if set) is sent as a Terminate first and is

@@ -13,6 +13,9 @@
 
 #include "cm.h"
 #include "cm_int.h"
+#include "sctp_assoc.h"
+#include "sctp_session.h"
+#include "xport.h"
 #include "conn.h"
 #include "ctx.h"
 #include "link.h"
@@ -70,6 +73,43 @@ static int iwarp_nl_put_sockaddr(struct sk_buff *skb, int a_addr, int a_port,
 }
 
 /* The optional private data, MPA overrides and timeout of a request. */
+/* The transport attributes of a listen or connect (docs/SCTP.md 5.1). */
+static int iwarp_nl_cm_transport(struct genl_info *info, struct iwarp_cm_params *p)
+{
+	struct nlattr *a = info->attrs[IWARP_A_CM_TRANSPORT];
+	struct nlattr *streams = info->attrs[IWARP_A_CM_SCTP_STREAMS];
+	struct nlattr *fresh = info->attrs[IWARP_A_CM_SCTP_NEW_ASSOC];
+
+	p->transport = a ? nla_get_u8(a) : IWARP_TRANSPORT_TCP;
+	if (p->transport != IWARP_TRANSPORT_SCTP) {
+		if (streams || fresh) {
+			NL_SET_ERR_MSG_ATTR(info->extack, streams ?: fresh,
+					    "IWARP_A_CM_SCTP_STREAMS: applies to SCTP (IWARP_A_CM_TRANSPORT sctp) only");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	/* The MPA parameters mean nothing without MPA. */
+	if ((p->set & (IWARP_LINK_SET_MPA_REV | IWARP_LINK_SET_RTR)) ||
+	    ((p->set & IWARP_LINK_SET_FLAGS) && (p->flags & ~IWARP_LINK_F_RFC7306))) {
+		NL_SET_ERR_MSG(info->extack,
+			       "IWARP_A_LINK_FLAGS: crc, markers and p2p, the MPA revision and the RTR are MPA parameters, unused over SCTP");
+		return -EINVAL;
+	}
+	if (streams) {
+		u32 n = nla_get_u32(streams);
+
+		if (!n || n > IWARP_SCTP_STREAMS_MAX) {
+			NL_SET_ERR_MSG_ATTR(info->extack, streams,
+					    "IWARP_A_CM_SCTP_STREAMS: must be 1 to 1024");
+			return -EINVAL;
+		}
+		p->sctp_streams = n;
+	}
+	p->sctp_new_assoc = fresh && nla_get_u8(fresh);
+	return 0;
+}
+
 static int iwarp_nl_cm_params(struct genl_info *info, struct iwarp_cm_params *p)
 {
 	struct iwarp_link_params lp = {};
@@ -100,7 +140,7 @@ static int iwarp_nl_cm_params(struct genl_info *info, struct iwarp_cm_params *p)
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return iwarp_nl_cm_transport(info, p);
 }
 
 int iwarp_nl_listen_doit(struct sk_buff *skb, struct genl_info *info)
@@ -108,6 +148,7 @@ int iwarp_nl_listen_doit(struct sk_buff *skb, struct genl_info *info)
 	struct sockaddr_storage ss;
 	struct iwarp_ctx *ctx;
 	u32 backlog = IWARP_CM_BACKLOG_DEFAULT, id;
+	struct iwarp_cm_params p;
 	struct sk_buff *msg;
 	void *hdr;
 	int err;
@@ -120,11 +161,20 @@ int iwarp_nl_listen_doit(struct sk_buff *skb, struct genl_info *info)
 			return -EINVAL;
 		}
 	}
+	memset(&p, 0, sizeof(p));
+	err = iwarp_nl_cm_transport(info, &p);
+	if (err)
+		return err;
 	iwarp_nl_sockaddr(info, &ss);
 	ctx = iwarp_nl_cm_ctx(info);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	err = iwarp_cm_listen(ctx, &ss, backlog, &id, info->extack);
+	if (p.transport == IWARP_TRANSPORT_SCTP)
+		err = iwarp_sctp_listen(ctx, &ss, backlog,
+					p.sctp_streams ?: IWARP_SCTP_STREAMS_DEFAULT, &id,
+					info->extack);
+	else
+		err = iwarp_cm_listen(ctx, &ss, backlog, &id, info->extack);
 	iwarp_ctx_put(ctx);
 	if (err)
 		return err;
@@ -275,7 +325,19 @@ static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 pi
 	if (!full && conn->kind != IWARP_CM_KIND_LISTENER)
 		full = iwarp_nl_put_sockaddr(skb, IWARP_A_CM_PEER_ADDR, IWARP_A_CM_PEER_PORT,
 					     &conn->peer);
-	if (!full && READ_ONCE(conn->fpdu_mode)) {
+	if (!full && conn->xport == IWARP_XPORT_SCTP) {
+		struct iwarp_assoc *a = conn->assoc;	/* held until release */
+
+		full = nla_put_u8(skb, IWARP_A_CM_TRANSPORT, IWARP_TRANSPORT_SCTP) ||
+		       (a && (nla_put_u32(skb, IWARP_A_CM_SCTP_ASSOC, a->id) ||
+			      nla_put_u16(skb, IWARP_A_CM_SCTP_STREAM, READ_ONCE(conn->sid))));
+	}
+	if (!full && READ_ONCE(conn->fpdu_mode) && conn->xport == IWARP_XPORT_SCTP) {
+		full = nla_put_u32(skb, IWARP_A_CONN_FLAGS, iwarp_conn_flags(conn)) ||
+		       nla_put_u32(skb, IWARP_A_LINK_IRD, conn->ird_max) ||
+		       nla_put_u32(skb, IWARP_A_LINK_ORD, conn->ord_max) ||
+		       iwarp_nl_put_stats(skb, &conn->stats);
+	} else if (!full && READ_ONCE(conn->fpdu_mode)) {
 		const struct iwp_mpa_result *res = &conn->res;
 
 		full = nla_put_u32(skb, IWARP_A_CONN_FLAGS, iwarp_conn_flags(conn)) ||

@@ -7,7 +7,8 @@
  * helpers below, which call the transport's functions directly: no
  * indirect call per segment.
  *
- * TCP with MPA framing (MPA markers, CRC32c) is tx_mpa.c and rx_mpa.c.
+ * TCP with MPA framing (MPA markers, CRC32c) is tx_mpa.c and rx_mpa.c;
+ * SCTP (RFC 5043) has sessions and no data path yet (sctp_session.c).
  */
 #ifndef _IWARP_XPORT_H
 #define _IWARP_XPORT_H
@@ -16,7 +17,14 @@
 #include <net/sock.h>
 
 #include "conn.h"
+#include "proto/sctp.h"
+#include "sctp_assoc.h"
 #include "txbuf.h"
+
+enum iwarp_xport {
+	IWARP_XPORT_TCP,	/* MPA over TCP (tx_mpa.c, rx_mpa.c) */
+	IWARP_XPORT_SCTP,	/* RFC 5043 (sctp_*.c); data path not built yet */
+};
 
 /*
  * Payload source of a segment being framed. MRs are named by STag and
@@ -49,6 +57,9 @@ void iwarp_mpa_mulpdu(struct iwarp_conn *conn);
 static inline int iwarp_xp_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 				 const struct iwarp_tx_src *src, u32 plen)
 {
+	/* DDP segments over SCTP come with its data path: the QP fails. */
+	if (conn->xport == IWARP_XPORT_SCTP)
+		return -EOPNOTSUPP;
 	return iwarp_mpa_frame(conn, hdr, hlen, src, plen);
 }
 
@@ -69,30 +80,42 @@ static inline bool iwarp_xp_room(const struct iwarp_conn *conn, u32 ulpdu_len)
  */
 static inline int iwarp_xp_push(struct iwarp_conn *conn)
 {
+	if (conn->xport == IWARP_XPORT_SCTP)
+		return 0;	/* nothing is ever framed (iwarp_xp_frame()) */
 	return iwarp_mpa_push(conn);
 }
 
 /* Sets conn->mulpdu from the path, as each batch starts (DDP-25). */
 static inline void iwarp_xp_mulpdu(struct iwarp_conn *conn)
 {
-	iwarp_mpa_mulpdu(conn);
+	if (conn->xport == IWARP_XPORT_SCTP)
+		WRITE_ONCE(conn->mulpdu, IWP_SCTP_MULPDU_MIN);
+	else
+		iwarp_mpa_mulpdu(conn);
 }
 
 /* Nothing more will be sent after what was pushed (after a Terminate). */
 static inline void iwarp_xp_end_write(struct iwarp_conn *conn)
 {
-	kernel_sock_shutdown(conn->sock, SHUT_WR);
+	if (conn->xport == IWARP_XPORT_TCP)
+		kernel_sock_shutdown(conn->sock, SHUT_WR);
 }
 
 /* Excludes the receive engine (TCP's runs under the socket lock). */
 static inline void iwarp_xp_rx_lock(struct iwarp_conn *conn)
 {
-	lock_sock(conn->sock->sk);
+	if (conn->xport == IWARP_XPORT_SCTP)
+		mutex_lock(&conn->assoc->rx_mutex);
+	else
+		lock_sock(conn->sock->sk);
 }
 
 static inline void iwarp_xp_rx_unlock(struct iwarp_conn *conn)
 {
-	release_sock(conn->sock->sk);
+	if (conn->xport == IWARP_XPORT_SCTP)
+		mutex_unlock(&conn->assoc->rx_mutex);
+	else
+		release_sock(conn->sock->sk);
 }
 
 #endif /* _IWARP_XPORT_H */

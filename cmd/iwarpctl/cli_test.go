@@ -343,6 +343,9 @@ var cliCMs = []ctl.CM{
 	{Owner: ctl.Owner{PID: 11, Comm: "cli", Ctx: 2}, ID: 3, Kind: ctl.CMActive, State: ctl.CMState(42), QP: 9,
 		Local: netip.MustParseAddrPort("[2001:db8::1]:50000"), Peer: netip.MustParseAddrPort("[2001:db8::2]:4791"),
 		MPARev: 1, IRD: 4, ORD: 4},
+	{Owner: ctl.Owner{PID: 11, Comm: "cli", Ctx: 2}, ID: 4, Kind: ctl.CMActive, State: ctl.CMEstablished, QP: 10,
+		Local: netip.MustParseAddrPort("192.0.2.1:50001"), Peer: netip.MustParseAddrPort("192.0.2.2:4792"),
+		Flags: ctl.ConnSCTP, IRD: 16, ORD: 16, SCTP: &ctl.SCTPSession{Assoc: 5, Stream: 2}},
 }
 
 func TestCMShow(t *testing.T) {
@@ -351,7 +354,8 @@ func TestCMShow(t *testing.T) {
 		"ID KIND     STATE       LOCAL               PEER               QP MPA                                 IRD/ORD PID COMM CTX\n" +
 		"1  listener listen      [::]:4791           *                  -  -                                   -       10  srv  1\n" +
 		"2  passive  established 192.0.2.1:4791      192.0.2.2:40000    7  v2,crc,markers-rx,p2p:read,enhanced 16/8    10  srv  1\n" +
-		"3  active   state42     [2001:db8::1]:50000 [2001:db8::2]:4791 9  v1                                  4/4     11  cli  2\n"
+		"3  active   state42     [2001:db8::1]:50000 [2001:db8::2]:4791 9  v1                                  4/4     11  cli  2\n" +
+		"4  active   established 192.0.2.1:50001     192.0.2.2:4792     10 sctp:assoc5/stream2                 16/16   11  cli  2\n"
 	for _, args := range [][]string{{"cm"}, {"cm", "show"}, {"cm", "list"}} {
 		code, out, errs := runCLI(t, f, args...)
 		if code != 0 || errs != "" || out != want {
@@ -360,11 +364,11 @@ func TestCMShow(t *testing.T) {
 	}
 	code, out, _ := runCLI(t, f, "-j", "cm")
 	var got []map[string]any
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got) != 3 {
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got) != 4 {
 		t.Fatalf("-j cm: code %d %v %q", code, err, out)
 	}
 	keys := "comm crc_errors ctx flags id ird kind local_addr local_port mpa_rev ord peer_addr peer_port pid qp " +
-		"rtr rx_bytes rx_fpdus state term_rcvd term_sent tx_bytes tx_fpdus"
+		"rtr rx_bytes rx_fpdus sctp state term_rcvd term_sent transport tx_bytes tx_fpdus"
 	for i, o := range got {
 		var ks []string
 		for k := range o {

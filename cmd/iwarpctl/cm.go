@@ -81,13 +81,24 @@ func optID(id uint32) string {
 	return u32s(id)
 }
 
-// mpaString is the MPA column of cm show: "v2,crc,markers-rx,p2p:read".
+// mpaString is the MPA column of cm show: "v2,crc,markers-rx,p2p:read";
+// over SCTP the transport and the session's place, "sctp:assoc5/stream2".
 func mpaString(m ctl.CM) string {
 	var parts []string
+	if s := m.SCTP; s != nil {
+		p := "sctp"
+		if s.Assoc != 0 {
+			p = fmt.Sprintf("sctp:assoc%d/stream%d", s.Assoc, s.Stream)
+		}
+		parts = append(parts, p)
+	}
 	if m.MPARev != 0 {
 		parts = append(parts, "v"+strconv.Itoa(int(m.MPARev)))
 	}
 	for _, n := range m.Flags.Names() {
+		if n == "sctp" {
+			continue // the transport leads
+		}
 		if n == "p2p" {
 			n += ":" + m.RTR.String()
 		}
