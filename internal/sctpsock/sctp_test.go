@@ -288,4 +288,17 @@ func TestLoopback(t *testing.T) {
 	if _, err := s.Recv(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("past deadline: %v", err)
 	}
+	// Blocking mode: the kernel waits; TryRecv still does not.
+	if err := s.SetBlocking(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TryRecv(buf); !errors.Is(err, unix.EAGAIN) {
+		t.Fatalf("blocking, nothing queued: %v, want EAGAIN", err)
+	}
+	if _, err := c.Send([]byte("pong"), 0, 17, false); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = s.Recv(buf); err != nil || string(m.Data) != "pong" || m.Info.PPID != 17 || m.Info.Flags&FlagUnordered != 0 {
+		t.Fatalf("blocking recv: %+v, %v", m, err)
+	}
 }

@@ -339,6 +339,19 @@ func (c *Conn) Shutdown() error {
 	return sysErr("shutdown", serr)
 }
 
+// SetBlocking puts the socket in blocking mode (or back): Recv and Send
+// then wait in the kernel, as a C program's recvmsg and sendmsg do, not
+// in the runtime's poller, and deadlines no longer bound them (sctpping's
+// median half round trip under TCG: 242-257 µs so, 295-315 µs through the
+// poller). TryRecv still returns at once.
+func (c *Conn) SetBlocking(blocking bool) error {
+	var serr error
+	if err := c.rc.Control(func(fd uintptr) { serr = unix.SetNonblock(int(fd), !blocking) }); err != nil {
+		return err
+	}
+	return sysErr("fcntl", serr)
+}
+
 // SetDeadline, SetReadDeadline and SetWriteDeadline bound the waits of
 // Recv and Send; a wait past it fails with os.ErrDeadlineExceeded.
 func (c *Conn) SetDeadline(t time.Time) error      { return c.f.SetDeadline(t) }
@@ -408,8 +421,12 @@ func (c *Conn) recv(buf []byte, wait bool) (*Message, error) {
 	oob := make([]byte, unix.CmsgSpace(rcvInfoLen)+unix.CmsgSpace(32))
 	var n, oobn, flags int
 	var rerr error
+	rflags := 0
+	if !wait {
+		rflags = unix.MSG_DONTWAIT // also in blocking mode
+	}
 	err := c.rc.Read(func(fd uintptr) bool {
-		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), buf, oob, rflags)
 		return !wait || rerr != unix.EAGAIN
 	})
 	if err != nil {

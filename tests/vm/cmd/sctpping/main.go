@@ -7,10 +7,11 @@
 // latency row (docs/SCTP.md 6.4, tests/vm/bench.sh).
 //
 //	sctpping -s [-B ADDR] [-p PORT] [-1]          server: echo every message
-//	sctpping -c ADDR [-p PORT] [-m SIZE] [-t DUR]  client: ping-pong, one line
+//	sctpping -c ADDR [-p PORT] [-m SIZE] [-t SECS]  client: ping-pong, one line
 //
 // Both ends use one-to-one sockets (SOCK_STREAM, IPPROTO_SCTP) with Nagle
-// off; the client sends -m octets on stream 0, PPID 0, ordered, and waits
+// off, in blocking mode (each waits in recvmsg, not in Go's poller: a
+// fifth off the median under TCG); the client sends -m octets on stream 0, PPID 0, ordered, and waits
 // for the whole echo before the next. After a warm-up (-w) it measures for
 // -t and prints one line on stdout:
 //
@@ -31,6 +32,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,8 +64,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.client, "c", "", "client: the server's address")
 	fs.UintVar(&c.port, "p", 11112, "port")
 	fs.IntVar(&c.size, "m", 8, "client: message size in octets")
-	fs.DurationVar(&c.duration, "t", 4*time.Second, "client: how long to measure")
-	fs.DurationVar(&c.warmup, "w", 400*time.Millisecond, "client: warm-up before measuring")
+	c.duration, c.warmup = 4*time.Second, 400*time.Millisecond
+	fs.Var((*seconds)(&c.duration), "t", "client: how long to measure (seconds, as sockperf's -t, or a Go duration)")
+	fs.Var((*seconds)(&c.warmup), "w", "client: warm-up before measuring (seconds or a Go duration)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -80,6 +83,25 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-t must be positive and -w not negative")
 	}
 	return c, nil
+}
+
+// seconds is a duration flag that also takes a plain number of seconds
+// ("4", "0.5"), as sockperf's and iperf3's -t do.
+type seconds time.Duration
+
+func (s *seconds) String() string { return time.Duration(*s).String() }
+
+func (s *seconds) Set(v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		*s = seconds(f * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q: seconds or a duration", v)
+	}
+	*s = seconds(d)
+	return nil
 }
 
 // maxSize bounds a message: below SCTP's default send buffer (the
@@ -131,6 +153,10 @@ func serve(c *config, stdout io.Writer) error {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
+			return err
+		}
+		if err := conn.SetBlocking(true); err != nil {
+			conn.Close()
 			return err
 		}
 		if c.once {
@@ -190,6 +216,9 @@ func client(c *config, stdout io.Writer) error {
 		return err
 	}
 	defer conn.Close()
+	if err := conn.SetBlocking(true); err != nil {
+		return err
+	}
 	msg := make([]byte, c.size)
 	for i := range msg {
 		msg[i] = byte(i)

@@ -43,6 +43,9 @@ func TestUsage(t *testing.T) {
 		{"-c", "10.0.0.1", "-m", "0"},
 		{"-c", "10.0.0.1", "-m", "65537"},
 		{"-c", "10.0.0.1", "-t", "0s"},
+		{"-c", "10.0.0.1", "-t", "0"},
+		{"-c", "10.0.0.1", "-t", "2x"},
+		{"-c", "10.0.0.1", "-w", "-1"},
 		{"-s", "-p", "0"},
 		{"-s", "extra"},
 	} {
@@ -54,5 +57,16 @@ func TestUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"-c", "not-an-address"}, &out, &errb); code != 1 {
 		t.Errorf("bad address: exit %d, %q", code, errb.String())
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"2": 2 * time.Second, "0.5": 500 * time.Millisecond, "4s": 4 * time.Second, "150ms": 150 * time.Millisecond,
+	} {
+		c, err := parse([]string{"-c", "10.0.0.1", "-t", in, "-w", in}, &bytes.Buffer{})
+		if err != nil || c.duration != want || c.warmup != want {
+			t.Errorf("-t %s: %+v, %v; want %v", in, c, err, want)
+		}
 	}
 }
