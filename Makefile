@@ -18,7 +18,7 @@ export CGO_ENABLED := 0
 all: kmod go opcheck connrate
 
 help:
-	@echo "make            build kmod/iwarp.ko (for the guest kernel $(KVER)) and bin/*"
+	@echo "make            build kmod/iwarp.ko (for the guest kernel $(KVER)) and bin/* (with sctpping, the bench's SCTP ping-pong)"
 	@echo "make deps       install what a fresh Debian 12 machine lacks (apt)"
 	@echo "make demo       boot a guest and show iwarp at work"
 	@echo "make bench      iwarp against siw and raw TCP in one guest (BENCH_FLAGS=-quick for a short run)"
@@ -45,7 +45,7 @@ kmod-debug:
 
 go:
 	@mkdir -p $(BIN)
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/... ./examples/...
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/... ./examples/... ./tests/vm/cmd/sctpping
 
 # siw's side of the operation interop cells (tests/vm/guest/opcheck_test.go):
 # a libibverbs/librdmacm program; the guest runs it from the shared tree.

@@ -370,3 +370,86 @@ func TestRateRow(t *testing.T) {
 		t.Fatalf("table:\n%s", tb)
 	}
 }
+
+// TestSCTPRows: raw SCTP (iperf3 --sctp, sctpping) makes rows of its own
+// with the raw TCP figure of the same size beside it, in a table under the
+// main one; the other rows keep their shape (no sctp key).
+func TestSCTPRows(t *testing.T) {
+	block := func(header, client string, rc int) string {
+		return "@@run " + header + "\n" + client + "@@server\n@@end rc=" + strconv.Itoa(rc) + "\n"
+	}
+	iperf := func(bps string) string {
+		return `{"start": {}, "end": {"sum_received": {"bits_per_second": ` + bps + `}}}` + "\n"
+	}
+	ping := func(median string) string {
+		return "sctpping: size=8 samples=4000 min_us=20.000 median_us=" + median + " avg_us=31.000 p99_us=80.000 max_us=400.000\n"
+	}
+	out := "@@topo veth\n" +
+		block("topo=veth impl=tcp op=tcp size=4096 crc=off metric=bw", iperf("2.0e9"), 0) +
+		block("topo=veth impl=tcp op=tcp size=8 crc=off metric=lat", sockperfOut("24.400"), 0) +
+		block("topo=veth impl=tcp op=tcp size=4096 crc=off metric=lat", sockperfOut("40.000"), 0) +
+		block("topo=veth impl=sctp op=sctp size=4096 crc=off metric=bw", iperf("0.5e9"), 0) +
+		block("topo=veth impl=sctp op=sctp size=8 crc=off metric=lat", ping("30.500"), 0) +
+		block("topo=veth impl=sctp op=sctp size=4096 crc=off metric=lat", "sctpping: connect: connection refused\n", 1) +
+		block("topo=veth impl=ours op=write size=8 crc=off metric=lat", `{"role":"client","lat_us":{"p50":26}}`+"\n", 0) +
+		"@@done\n"
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "veth sctp sctp 4096 crc off lat: exit status 1") {
+		t.Fatalf("errors %v", errs)
+	}
+	var got []string
+	for _, r := range rs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(b))
+	}
+	want := []string{
+		`{"topo":"veth","op":"sctp","size":4096,"crc":"off","metric":"bw","ours":null,"siw":null,"tcp":2,"sctp":0.5,"unit":"Gb/s","rounds":1}`,
+		`{"topo":"veth","op":"write","size":8,"crc":"off","metric":"lat","ours":26,"siw":null,"tcp":24.4,"unit":"us","rounds":1}`,
+		`{"topo":"veth","op":"sctp","size":8,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":24.4,"sctp":30.5,"unit":"us","rounds":1}`,
+		`{"topo":"veth","op":"sctp","size":4096,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":40,"unit":"us","rounds":0}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	tab := table(rs)
+	for _, l := range []string{
+		"veth      write  8     off  lat     26.000         -    24.400         -      1.07 us",
+		"TOPO      TRANSPORT SIZE  KIND       TCP      SCTP  SCTP/TCP UNIT",
+		"veth      raw       4K    bw       2.000     0.500      0.25 Gb/s",
+		"veth      raw       8     lat     24.400    30.500      1.25 us",
+		"veth      raw       4K    lat     40.000         -         - us",
+	} {
+		if !strings.Contains(tab, l+"\n") {
+			t.Errorf("no line %q in the table:\n%s", l, tab)
+		}
+	}
+	if strings.Count(tab, "sctp") != 0 {
+		t.Errorf("a transport row in the main table:\n%s", tab)
+	}
+}
+
+func TestSctppingMedian(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		want float64
+		ok   bool
+	}{
+		{"x\nsctpping: size=8 samples=3 min_us=1.000 median_us=2.500 avg_us=2.000 p99_us=3.000 max_us=3.000\n", 2.5, true},
+		{"sctpping: listening on 10.9.0.2:11112\n", 0, false},
+		{"sctpping: size=8 samples=3 median_us=x\n", 0, false},
+		{"sctpping: size=8 samples=3 median_us=0.000\n", 0, false},
+		{"sctpping: size=8 samples=3 avg_us=1.000\n", 0, false},
+	} {
+		v, err := sctppingMedian(c.out)
+		if (err == nil) != c.ok || v != c.want {
+			t.Errorf("%q: %v, %v; want %v", c.out, v, err, c.want)
+		}
+	}
+}
