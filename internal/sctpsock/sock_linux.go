@@ -193,7 +193,12 @@ func (l *Listener) Accept() (*Conn, error) {
 	var nfd int
 	var aerr error
 	err := l.rc.Read(func(fd uintptr) bool {
-		nfd, _, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		for {
+			nfd, _, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			if aerr != unix.EINTR { // a signal (Go's preemption) is no result
+				break
+			}
+		}
 		return aerr != unix.EAGAIN
 	})
 	if err != nil {
@@ -391,7 +396,12 @@ func (c *Conn) SendInfo(b []byte, info *SndInfo, flags int) (int, error) {
 	var n int
 	var serr error
 	err := c.rc.Write(func(fd uintptr) bool {
-		n, serr = unix.SendmsgN(int(fd), b, oob, nil, flags|unix.MSG_NOSIGNAL)
+		for {
+			n, serr = unix.SendmsgN(int(fd), b, oob, nil, flags|unix.MSG_NOSIGNAL)
+			if serr != unix.EINTR {
+				break
+			}
+		}
 		return serr != unix.EAGAIN
 	})
 	if err != nil {
@@ -426,7 +436,12 @@ func (c *Conn) recv(buf []byte, wait bool) (*Message, error) {
 		rflags = unix.MSG_DONTWAIT // also in blocking mode
 	}
 	err := c.rc.Read(func(fd uintptr) bool {
-		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), buf, oob, rflags)
+		for {
+			n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), buf, oob, rflags)
+			if rerr != unix.EINTR {
+				break
+			}
+		}
 		return !wait || rerr != unix.EAGAIN
 	})
 	if err != nil {
