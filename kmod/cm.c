@@ -21,6 +21,7 @@
 #include "cm.h"
 #include "cm_int.h"
 #include "sctp_assoc.h"
+#include "sctp_rx.h"
 #include "sctp_session.h"
 #include "xport.h"
 #include "conn.h"
@@ -65,6 +66,7 @@ static void iwarp_conn_release(struct kref *ref)
 	kvfree(conn->orq);
 	kvfree(conn->irq);
 	iwarp_rx_stage_free(conn);
+	iwarp_sctp_rx_free(conn);
 	kfree(conn->mpa_buf);
 	iwarp_ctx_put(conn->ctx);
 	atomic_dec(&iwarp_conns_live);

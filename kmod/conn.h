@@ -68,6 +68,7 @@
 #include "proto/rdmap.h"
 
 struct iwarp_assoc;
+struct iwarp_sctp_rx;
 struct iwarp_ctx;
 struct iwarp_mr;
 struct iwarp_qp;
@@ -185,7 +186,10 @@ struct iwarp_conn {
 	struct iwarp_assoc *assoc;	/* SCTP session: held (sctp_assoc.h) */
 	struct list_head assoc_node;	/* in assoc->waiters (assoc->lock) */
 	u16 sid;			/* SCTP session: its stream */
-	u16 sctp_tx_ssn;		/* next DDP-SSN sent (assoc->lock) */
+	u16 sctp_tx_ssn;		/* next DDP-SSN sent (tx_lock once started) */
+	bool sctp_tx_off;		/* no more sends: closing (tx_lock) */
+	bool sctp_tx_wait;		/* waits for send space (sctp_tx.c) */
+	struct iwarp_sctp_rx *srx;	/* SCTP session: receive order (rx_mutex) */
 	u16 sctp_answer;		/* to our Initiate: function code (conn->lock) */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;

@@ -37,6 +37,7 @@
 #include "ctx.h"
 #include "proto/sctp.h"
 #include "sctp_assoc.h"
+#include "sctp_rx.h"
 #include "sctp_session.h"
 #include "sctp_sock.h"
 
@@ -126,6 +127,11 @@ void iwarp_assoc_kick(struct iwarp_assoc *a)
 	iwarp_assoc_kick_cm(a, 0);
 }
 
+void iwarp_assoc_rx_kick(struct iwarp_assoc *a)
+{
+	iwarp_assoc_queue(a, iwarp_sctp_wq, &a->rx_work);
+}
+
 /* ------------------------------------------------------------ callbacks */
 
 static void iwarp_assoc_sk_ready(struct sock *sk)
@@ -139,6 +145,28 @@ static void iwarp_assoc_sk_ready(struct sock *sk)
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
+/*
+ * SCTP freed send buffer space (sock_wfree(), for each chunk
+ * acknowledged; softirq or task). A session's transmit engine that found
+ * no room set IWARP_ASSOC_TX_WAIT: rx_work kicks it.
+ */
+static void iwarp_assoc_sk_write_space(struct sock *sk)
+{
+	void (*saved)(struct sock *sk) = NULL;
+	struct iwarp_assoc *a;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	a = sk->sk_user_data;
+	if (a) {
+		saved = a->saved_write_space;
+		if (test_bit(IWARP_ASSOC_TX_WAIT, &a->flags))
+			iwarp_assoc_queue(a, iwarp_sctp_wq, &a->rx_work);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+	if (saved)
+		saved(sk);
+}
+
 static void iwarp_assoc_hook(struct iwarp_assoc *a)
 {
 	struct sock *sk = a->sock->sk;
@@ -146,7 +174,9 @@ static void iwarp_assoc_hook(struct iwarp_assoc *a)
 	write_lock_bh(&sk->sk_callback_lock);
 	a->saved_data_ready = sk->sk_data_ready;
 	a->saved_state_change = sk->sk_state_change;
+	a->saved_write_space = sk->sk_write_space;
 	sk->sk_user_data = a;
+	sk->sk_write_space = iwarp_assoc_sk_write_space;
 	sk->sk_data_ready = iwarp_assoc_sk_ready;
 	/* Notifications come as data; the state change ends a read. */
 	sk->sk_state_change = iwarp_assoc_sk_ready;
@@ -166,6 +196,7 @@ static void iwarp_assoc_unhook(struct iwarp_assoc *a)
 		sk->sk_user_data = NULL;
 		sk->sk_data_ready = a->saved_data_ready;
 		sk->sk_state_change = a->saved_state_change;
+		sk->sk_write_space = a->saved_write_space;
 		a->hooked = false;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
@@ -178,6 +209,7 @@ static void iwarp_assoc_notify(struct iwarp_assoc *a, const u8 *b, u32 len)
 {
 	const union sctp_notification *n = (const void *)b;
 	u8 *down = &a->rx_down;
+	u16 i;
 
 	if (len < sizeof(n->sn_header))
 		return;
@@ -233,8 +265,47 @@ static void iwarp_assoc_notify(struct iwarp_assoc *a, const u8 *b, u32 len)
 		*down = IWARP_RX_DOWN_FAILED;
 		break;
 	case SCTP_SENDER_DRY_EVENT:
-		a->rx_dry = true;	/* streams in DRAIN may be free */
+		/*
+		 * Streams in DRAIN may be free. SCTP reports this each time
+		 * its queue runs empty (often, while data flows): cm_work
+		 * is run only when a stream waits for it.
+		 */
+		for (i = 0; a->slots && i < a->nstreams; i++) {
+			if (a->slots[i].state == IWARP_SLOT_DRAIN) {
+				a->rx_dry = true;
+				break;
+			}
+		}
 		break;
+	}
+}
+
+/*
+ * Before reading (rx_mutex held): sessions waiting for send space are
+ * kicked, and started ones act on what they kept. The slots hold their
+ * sessions.
+ */
+static void iwarp_assoc_rx_sessions(struct iwarp_assoc *a)
+{
+	bool tx = test_and_clear_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+	bool resume = test_and_clear_bit(IWARP_ASSOC_RX_RESUME, &a->flags);
+	struct iwarp_conn *conn;
+	u16 i;
+
+	if (!a->slots || (!tx && !resume))
+		return;
+	/* Pairs with the barrier after the engine's flag and bit. */
+	smp_mb__after_atomic();
+	for (i = 0; i < a->nstreams; i++) {
+		conn = a->slots[i].conn;
+		if (!conn)
+			continue;
+		if (tx && READ_ONCE(conn->sctp_tx_wait)) {
+			WRITE_ONCE(conn->sctp_tx_wait, false);
+			iwarp_tx_kick(conn);
+		}
+		if (resume)
+			iwarp_sctp_rx_resume(a, conn);
 	}
 }
 
@@ -252,6 +323,7 @@ static void iwarp_assoc_rx_work(struct work_struct *work)
 	int len;
 
 	mutex_lock(&a->rx_mutex);
+	iwarp_assoc_rx_sessions(a);
 	for (n = 0; !READ_ONCE(a->closing) && !a->rx_down; n++) {
 		if (n == IWARP_SCTP_RX_BATCH) {
 			more = true;
@@ -469,7 +541,11 @@ bool iwarp_assoc_drain(struct iwarp_assoc *a)
 	u16 i;
 
 	lockdep_assert_held(&a->lock);
-	if (!a->slots)
+	/*
+	 * The teardown sets DOWN under a->lock before it releases the socket:
+	 * seen UP under the lock, the socket stays until the lock is dropped.
+	 */
+	if (a->state != IWARP_ASSOC_UP || !a->slots)
 		return false;
 	/* Read before the scan: a Terminate sent after it is not covered. */
 	dry = iwarp_assoc_dry(a);
@@ -541,6 +617,10 @@ void iwarp_assoc_close(struct iwarp_assoc *a, int status, bool abort)
 		mutex_unlock(&a->lock);
 		if (!conn)
 			break;
+		/* Its transmit engine sends no more: the socket goes below. */
+		mutex_lock(&conn->tx_lock);
+		conn->sctp_tx_off = true;
+		mutex_unlock(&conn->tx_lock);
 		cmpxchg(&conn->tcp_err, 0, -a->err);
 		if (conn->kind == IWARP_CM_KIND_ACTIVE && !READ_ONCE(conn->fpdu_mode)) {
 			/* A Dial waiting for its answer fails with the reason. */

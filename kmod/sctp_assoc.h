@@ -69,6 +69,12 @@ enum iwarp_slot_state {
  * either); the rest is rx_mutex's: rx_work changes state under it alone,
  * so others read state under it too.
  */
+/* assoc->flags: what rx_work does besides reading */
+enum {
+	IWARP_ASSOC_TX_WAIT,	/* a session waits for send space: kick it */
+	IWARP_ASSOC_RX_RESUME,	/* a session was started: act on what it kept */
+};
+
 struct iwarp_sctp_slot {
 	struct iwarp_conn *conn;	/* held */
 	u8 state;			/* enum iwarp_slot_state */
@@ -118,6 +124,7 @@ struct iwarp_assoc {
 	bool rx_dry;			/* rx: SENDER_DRY read, for cm_work */
 	bool rx_requests;		/* rx: Initiates or Terminates for cm_work */
 
+	unsigned long flags;		/* IWARP_ASSOC_* bits, for rx_work */
 	spinlock_t slock;		/* closing, against kicks */
 	bool closing;
 	struct work_struct rx_work;
@@ -140,6 +147,8 @@ void iwarp_assoc_kick(struct iwarp_assoc *a);
  */
 bool iwarp_assoc_drain(struct iwarp_assoc *a);
 void iwarp_assoc_put(struct iwarp_assoc *a);
+/* Runs rx_work (assoc->flags say what for, besides reading). */
+void iwarp_assoc_rx_kick(struct iwarp_assoc *a);
 
 /*
  * Active session @conn (its peer, context and timeout set) waits for an

@@ -13,9 +13,9 @@
  *
  * Only the side that connected an association initiates sessions on it;
  * an Initiate on one this side connected is answered by Terminate, so the
- * two sides never pick one stream at once. The DDP data path over SCTP
- * (segments, PPID 16) is not built yet: a session reaches RTS, and a work
- * request posted on it fails the QP (-EOPNOTSUPP, xport.h).
+ * two sides never pick one stream at once. DDP segments (PPID 16) and the
+ * Session Terminate of an open session go through the session's DDP-SSN
+ * sequencer (sctp_rx.c); the transmit side is sctp_tx.c.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -34,6 +34,7 @@
 #include "proto/sctp.h"
 #include "qp.h"
 #include "sctp_assoc.h"
+#include "sctp_rx.h"
 #include "sctp_session.h"
 #include "sctp_sock.h"
 #include "xport.h"
@@ -96,7 +97,9 @@ static void iwarp_slot_set(struct iwarp_assoc *a, u16 sid, struct iwarp_conn *co
  */
 static int iwarp_sctp_start(struct iwarp_conn *conn)
 {
+	struct iwarp_assoc *a = conn->assoc;
 	struct iwarp_qp *qp = conn->qp;
+	bool resume;
 
 	conn->ord = max_t(u32, conn->pol.ord, 1);
 	conn->ord_max = conn->pol.ord;
@@ -109,6 +112,14 @@ static int iwarp_sctp_start(struct iwarp_conn *conn)
 	conn->fpdu_mode = true;		/* the doorbell reaches the engine */
 	mutex_unlock(&conn->tx_lock);
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
+	/* What came before RTS was kept: rx_work acts on it now. */
+	mutex_lock(&a->rx_mutex);
+	resume = iwarp_sctp_rx_start(conn);
+	if (resume)
+		set_bit(IWARP_ASSOC_RX_RESUME, &a->flags);
+	mutex_unlock(&a->rx_mutex);
+	if (resume)
+		iwarp_assoc_rx_kick(a);
 	return 0;
 }
 
@@ -190,6 +201,11 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 			mutex_unlock(&a->lock);
 			return 1;
 		}
+		goto out;
+	}
+	/* The receive side first: the answer and data may overtake each other. */
+	if (!conn->srx && iwarp_sctp_rx_alloc(conn, 1)) {
+		err = -ENOMEM;
 		goto out;
 	}
 	list_del_init(&conn->assoc_node);
@@ -317,6 +333,11 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 		if (lsn && !READ_ONCE(lsn->closing)) {
 			if (atomic_inc_return(&lsn->pending) <= lsn->backlog)
 				conn = iwarp_conn_alloc(a->ctx, IWARP_CM_KIND_PASSIVE);
+			/* The Initiate was DDP-SSN 0: the peer's data starts at 1. */
+			if (conn && iwarp_sctp_rx_alloc(conn, 1)) {
+				iwarp_conn_put(conn);
+				conn = NULL;
+			}
 			if (!conn)
 				atomic_dec(&lsn->pending);
 		}
@@ -438,6 +459,7 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 	s = a->slots && conn->sid < a->nstreams ? &a->slots[conn->sid] : NULL;
 	if (s && s->conn == conn) {
 		bool answered;
+		u16 ssn;
 		u8 state;
 
 		mutex_lock(&a->rx_mutex);
@@ -448,9 +470,16 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		 * No Terminate after a Reject or a Terminate answering the
 		 * Initiate, nor for an Initiate not answered yet.
 		 */
+		/*
+		 * The transmit engine sends no more: the Terminate takes the
+		 * DDP-SSN after the last segment SCTP took.
+		 */
+		mutex_lock(&conn->tx_lock);
+		conn->sctp_tx_off = true;
+		ssn = conn->sctp_tx_ssn++;
+		mutex_unlock(&conn->tx_lock);
 		if (!answered && state != IWARP_SLOT_INITIATE_SENT)
-			iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn++,
-					    IWP_SCTP_TERMINATE, NULL, 0);
+			iwarp_sctp_ctl_send(a, conn->sid, ssn, IWP_SCTP_TERMINATE, NULL, 0);
 		/*
 		 * Off the stream, with the peer's Terminate as rx_work saw it
 		 * up to now (later ones find the stream without a session):
@@ -476,6 +505,8 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 			s->pd = NULL;
 			s->peer_term = false;
 		}
+		/* rx_work no longer finds the session: what it kept goes. */
+		iwarp_sctp_rx_free(conn);
 		mutex_unlock(&a->rx_mutex);
 		if (state == IWARP_SLOT_DRAIN)
 			iwarp_assoc_drain(a);	/* acknowledged already? */
@@ -493,7 +524,7 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
  * A session control chunk, in rx_work: recorded for the work that acts on
  * it. Anything outside the legal sequences (SCTP-16..18) ends the session.
  */
-static void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chunk *c)
+void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chunk *c)
 {
 	struct iwarp_sctp_slot *s = &a->slots[sid];
 	struct iwarp_conn *conn = s->conn;
@@ -606,8 +637,10 @@ static void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_s
 void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r,
 			   const u8 *buf, u32 len)
 {
+	struct iwarp_conn *conn;
 	struct iwp_sctp_chunk c;
 	struct iwp_term err;
+	u8 state;
 
 	lockdep_assert_held(&a->rx_mutex);
 	/* SCTP delivers no data before COMM_UP, which set the slots up. */
@@ -617,9 +650,8 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 	}
 	if (!r->unordered)
 		a->rx_ordered++;
+	conn = a->slots[r->sid].conn;
 	if (iwp_sctp_parse(r->ppid, buf, len, &c, &err)) {
-		struct iwarp_conn *conn = a->slots[r->sid].conn;
-
 		pr_debug("assoc %u stream %u: chunk rejected (%d)\n", a->id, r->sid, c.why);
 		if (conn) {
 			cmpxchg(&conn->tcp_err, 0, EPROTO);
@@ -629,13 +661,26 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 		}
 		return;
 	}
-	if (c.ppid == IWP_SCTP_PPID_CONTROL) {
-		pr_debug("assoc %u stream %u: %s received, ssn %u, slot state %u\n", a->id, r->sid,
-			 iwp_sctp_func_name(c.func), c.ssn, a->slots[r->sid].state);
-		iwarp_sctp_ctl_rx(a, r->sid, &c);
-	} else {
-		a->rx_dropped++;	/* DDP segments: the data path comes later */
+	if (c.ppid == IWP_SCTP_PPID_SEGMENT) {
+		if (conn)
+			iwarp_sctp_rx_chunk(a, conn, &c);
+		else
+			a->rx_dropped++;	/* no session: a closed one's late chunk */
+		return;
 	}
+	pr_debug("assoc %u stream %u: %s received, ssn %u, slot state %u\n", a->id, r->sid,
+		 iwp_sctp_func_name(c.func), c.ssn, a->slots[r->sid].state);
+	/*
+	 * A session's Terminate follows its data in DDP-SSN order, not in
+	 * arrival order; only the answer to our Initiate is SSN 0.
+	 */
+	state = a->slots[r->sid].state;
+	if (c.func == IWP_SCTP_TERMINATE && conn && conn->srx && c.ssn &&
+	    (state == IWARP_SLOT_OPEN || state == IWARP_SLOT_INITIATE_SENT)) {
+		iwarp_sctp_rx_chunk(a, conn, &c);
+		return;
+	}
+	iwarp_sctp_ctl_rx(a, r->sid, &c);
 }
 
 /* ---------------------------------------------------------- policy, listen */

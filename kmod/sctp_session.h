@@ -29,5 +29,11 @@ void iwarp_sctp_policy(struct iwarp_conn *conn, const struct iwarp_cm_params *p)
 void iwarp_sctp_session_down(struct iwarp_conn *conn);
 /* From iwarp_conn_close(): the Terminate and the stream's release. */
 void iwarp_sctp_session_close(struct iwarp_conn *conn);
+struct iwp_sctp_chunk;
+/*
+ * rx_work: a session control chunk on stream @sid, acted on (a Session
+ * Terminate of an open session once the frontier reached it).
+ */
+void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chunk *c);
 
 #endif /* _IWARP_SCTP_SESSION_H */

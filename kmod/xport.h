@@ -8,7 +8,8 @@
  * indirect call per segment.
  *
  * TCP with MPA framing (MPA markers, CRC32c) is tx_mpa.c and rx_mpa.c;
- * SCTP (RFC 5043) has sessions and no data path yet (sctp_session.c).
+ * SCTP (RFC 5043) is sctp_tx.c and sctp_rx.c, its sessions
+ * sctp_session.c.
  */
 #ifndef _IWARP_XPORT_H
 #define _IWARP_XPORT_H
@@ -23,7 +24,7 @@
 
 enum iwarp_xport {
 	IWARP_XPORT_TCP,	/* MPA over TCP (tx_mpa.c, rx_mpa.c) */
-	IWARP_XPORT_SCTP,	/* RFC 5043 (sctp_*.c); data path not built yet */
+	IWARP_XPORT_SCTP,	/* RFC 5043 (sctp_*.c) */
 };
 
 /*
@@ -49,6 +50,12 @@ int iwarp_mpa_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 int iwarp_mpa_push(struct iwarp_conn *conn);
 void iwarp_mpa_mulpdu(struct iwarp_conn *conn);
 
+/* sctp_tx.c, with tx_lock held */
+int iwarp_sctp_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
+		     const struct iwarp_tx_src *src, u32 plen);
+int iwarp_sctp_push(struct iwarp_conn *conn);
+void iwarp_sctp_mulpdu(struct iwarp_conn *conn);
+
 /*
  * Frames one segment (DDP/RDMAP headers @hdr, then @plen payload octets
  * from @src) at the end of the transmit buffer; the caller checked the
@@ -57,9 +64,8 @@ void iwarp_mpa_mulpdu(struct iwarp_conn *conn);
 static inline int iwarp_xp_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 				 const struct iwarp_tx_src *src, u32 plen)
 {
-	/* DDP segments over SCTP come with its data path: the QP fails. */
 	if (conn->xport == IWARP_XPORT_SCTP)
-		return -EOPNOTSUPP;
+		return iwarp_sctp_frame(conn, hdr, hlen, src, plen);
 	return iwarp_mpa_frame(conn, hdr, hlen, src, plen);
 }
 
@@ -81,7 +87,7 @@ static inline bool iwarp_xp_room(const struct iwarp_conn *conn, u32 ulpdu_len)
 static inline int iwarp_xp_push(struct iwarp_conn *conn)
 {
 	if (conn->xport == IWARP_XPORT_SCTP)
-		return 0;	/* nothing is ever framed (iwarp_xp_frame()) */
+		return iwarp_sctp_push(conn);
 	return iwarp_mpa_push(conn);
 }
 
@@ -89,12 +95,15 @@ static inline int iwarp_xp_push(struct iwarp_conn *conn)
 static inline void iwarp_xp_mulpdu(struct iwarp_conn *conn)
 {
 	if (conn->xport == IWARP_XPORT_SCTP)
-		WRITE_ONCE(conn->mulpdu, IWP_SCTP_MULPDU_MIN);
+		iwarp_sctp_mulpdu(conn);
 	else
 		iwarp_mpa_mulpdu(conn);
 }
 
-/* Nothing more will be sent after what was pushed (after a Terminate). */
+/*
+ * Nothing more will be sent after what was pushed (after a Terminate).
+ * Over SCTP the session's close sends the Session Terminate after it.
+ */
 static inline void iwarp_xp_end_write(struct iwarp_conn *conn)
 {
 	if (conn->xport == IWARP_XPORT_TCP)

@@ -85,8 +85,10 @@ const MaxSCTPStreams = 1024
 // ConnParams.SCTP, or ListenSCTP. A session is one stream of an SCTP
 // association; the QPs a context dials to one peer share an association.
 //
-// The data path over SCTP is not built yet: a session reaches RTS, its
-// private data goes both ways, but PostSend fails with ErrNotSupported.
+// Over SCTP, completions come in the order they do over TCP, but the
+// octets of RDMA Writes may be placed in any order (RFC 5043 10): a
+// receiver learns that a Write arrived from a later Send, Immediate Data
+// or Read, never by polling its buffer.
 type SCTPParams struct {
 	// Streams is the number of streams each way a new association asks
 	// for (1 to MaxSCTPStreams); 0 means 16. Each carries one session.
@@ -544,7 +546,6 @@ func (qp *QP) awaitConnection(ctx context.Context, op string) ([]byte, error) {
 		return nil, &UnreachableError{Err: errno}
 	}
 	qp.rfc7306.Store(ev.ConnFlags&netlinkproto.ConnFRFC7306 != 0)
-	qp.sctp.Store(ev.ConnFlags&netlinkproto.ConnFSctp != 0)
 	return ev.PData, nil
 }
 

@@ -124,7 +124,6 @@ type QP struct {
 
 	dead    atomic.Bool // closed: the rings are unmapped
 	rfc7306 atomic.Bool // the connection takes RFC 7306 operations
-	sctp    atomic.Bool // the connection is a DDP session over SCTP
 	closed  bool        // guarded by ctx.mu
 	cmErr   error       // DISCONNECTED or QP_ERROR seen; guarded by ctx.evMu
 }
@@ -251,9 +250,6 @@ func (qp *QP) PostSend(wr SendWR) error {
 	}
 	if (wr.Op == OpImm || wr.Op.atomic()) && !qp.rfc7306.Load() {
 		return fmt.Errorf("post send: %v: %w", wr.Op, ErrNotSupported)
-	}
-	if qp.sctp.Load() {
-		return fmt.Errorf("post send: %v over SCTP: the data path is not built yet: %w", wr.Op, ErrNotSupported)
 	}
 	qp.sqMu.Lock()
 	defer qp.sqMu.Unlock()

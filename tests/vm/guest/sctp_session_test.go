@@ -120,9 +120,8 @@ func sctpSessions(t *testing.T, ns string) []ctl.CM {
 // TestSCTPSession sets DDP sessions over SCTP up between two contexts
 // (RFC 5043 6; SCTP-11, SCTP-13, SCTP-16, SCTP-17): private data of 0, 1
 // and 512 octets each way, three sessions of one context sharing one
-// association on three streams, a Reject with its private data, and a
-// graceful end that reaches the peer as DISCONNECTED. Posting a send
-// fails with ErrNotSupported until the data path exists.
+// association on three streams, a Send on each, a Reject with its private
+// data, and a graceful end that reaches the peer as DISCONNECTED.
 func TestSCTPSession(t *testing.T) {
 	tp, a, b, addr := sctpEnds(t)
 	const port = 5043
@@ -156,9 +155,23 @@ func TestSCTPSession(t *testing.T) {
 		if !bytes.Equal(got, reply) {
 			t.Fatalf("%d octets: the Accept's private data came as %d octets %x", n, len(got), got)
 		}
-		err = qa.PostSend(userlib.SendWR{WRID: 1, Op: userlib.OpSend, SGEs: []userlib.SGE{a.mr.SGE(0, 8)}})
-		if !errors.Is(err, userlib.ErrNotSupported) {
-			t.Fatalf("PostSend over SCTP: %v, want ErrNotSupported", err)
+		// A Send on each session reaches its own QP's receive.
+		copy(a.buf[:8], sctpPattern(8, byte(i)+50))
+		err = qa.PostSend(userlib.SendWR{WRID: uint64(i), Op: userlib.OpSend, Flags: userlib.Signaled,
+			SGEs: []userlib.SGE{a.mr.SGE(0, 8)}})
+		if err != nil {
+			t.Fatalf("%d octets: post send: %v", n, err)
+		}
+		if wc := a.wait(t, 1, 20*time.Second)[0]; wc.Status != userlib.StatusSuccess || wc.WRID != uint64(i) {
+			t.Fatalf("session %d: send completed %+v", i, wc)
+		}
+		rc := b.wait(t, 1, 20*time.Second)[0]
+		if rc.Status != userlib.StatusSuccess || rc.WRID != uint64(i) || rc.ByteLen != 8 || rc.QPID != qb.ID() ||
+			!bytes.Equal(b.buf[:8], sctpPattern(8, byte(i)+50)) {
+			t.Fatalf("session %d: receive completed %+v, %x", i, rc, b.buf[:8])
+		}
+		if err := qb.PostRecv(uint64(100+i), b.mr.SGE(0, 64)); err != nil {
+			t.Fatal(err)
 		}
 		pairs = append(pairs, pair{qa, qb})
 	}
@@ -204,8 +217,8 @@ func TestSCTPSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	wcs := b.wait(t, 1, 20*time.Second)
-	if wcs[0].Status != userlib.StatusFlushErr || wcs[0].WRID != 0 {
-		t.Fatalf("the peer's receive completed %+v, want flushed (WR 0)", wcs[0])
+	if wcs[0].Status != userlib.StatusFlushErr || wcs[0].WRID != 100 {
+		t.Fatalf("the peer's receive completed %+v, want flushed (WR 100)", wcs[0])
 	}
 	if err := pairs[0].qb.Err(); !errors.Is(err, userlib.ErrDisconnected) {
 		t.Fatalf("the peer's QP: %v, want ErrDisconnected", err)

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * DDP over SCTP, receive side (RFC 5043 6.1, 10; docs/SCTP.md 2.5): every
+ * chunk arrives whole, its CRC checked by SCTP, in any order. Each
+ * session's chunks go through the DDP-SSN sequencer (proto/sctp_seq.c):
+ *
+ * - At the frontier F: the segment runs through the receive services of
+ *   rx.c (header checks, placement, message end) as an FPDU does over
+ *   TCP, then every chunk that waited for it, in DDP-SSN order.
+ * - Ahead of F: an RDMA Write is checked and placed at once (its end has
+ *   no in-order action); anything else is kept, copied, until F reaches
+ *   it. A session keeps at most IWARP_SCTP_KEEP_MAX octets so.
+ * - Before the session is in RTS (an Accept and data overtaking it, or
+ *   data right after our Accept) every chunk is kept, F's too, and acted
+ *   on once it is (iwarp_sctp_rx_start()).
+ *
+ * A chunk seen before, behind F or 32,768 or more ahead of it is a
+ * violation (SCTP-25): the session's QP fails with the Terminate.
+ * Everything runs in rx_work with the association's rx_mutex held.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "cm.h"
+#include "cm_int.h"
+#include "conn.h"
+#include "proto/ddp.h"
+#include "qp.h"
+#include "rx_int.h"
+#include "sctp_assoc.h"
+#include "sctp_rx.h"
+#include "sctp_session.h"
+
+/* A chunk kept until the frontier reaches it. */
+struct iwarp_sctp_kept {
+	u32 ppid;
+	u16 func;
+	u32 len;
+	u8 data[];
+};
+
+int iwarp_sctp_rx_alloc(struct iwarp_conn *conn, u16 front)
+{
+	struct iwarp_sctp_rx *r = kvzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+
+	if (!r)
+		return -ENOMEM;
+	/* Kept chunks are bounded by their octets, not their number. */
+	iwp_seq_init(&r->seq, r->map, IWP_SEQ_WINDOW);
+	r->seq.front = front;
+	xa_init(&r->kept);
+	r->hold = true;
+	conn->srx = r;
+	return 0;
+}
+
+void iwarp_sctp_rx_free(struct iwarp_conn *conn)
+{
+	struct iwarp_sctp_rx *r = conn->srx;
+	struct iwarp_sctp_kept *k;
+	unsigned long i;
+
+	if (!r)
+		return;
+	conn->srx = NULL;
+	xa_for_each(&r->kept, i, k)
+		kvfree(k);
+	xa_destroy(&r->kept);
+	kvfree(r);
+}
+
+bool iwarp_sctp_rx_start(struct iwarp_conn *conn)
+{
+	struct iwarp_sctp_rx *r = conn->srx;
+
+	lockdep_assert_held(&conn->assoc->rx_mutex);
+	if (!r)
+		return false;
+	r->hold = false;
+	r->resume = true;
+	return true;
+}
+
+/*
+ * One DDP segment of @len octets (after its DDP-SSN) through the receive
+ * services: header, placement and, unless it is a Write taken @ahead of
+ * the frontier, its end. 0, or -EBADMSG once the QP failed.
+ */
+static int iwarp_sctp_seg(struct iwarp_conn *conn, const u8 *p, u32 len, bool ahead)
+{
+	struct iwp_rx_ev ev = { .ulpdu_len = len };
+	struct iwp_term t;
+	u32 want, need, plen;
+
+	conn->stats.rx_fpdus++;
+	conn->stats.rx_bytes += IWP_SCTP_SSN_SIZE + len;
+	if (len < IWP_DDP_CTRL_SIZE)
+		return iwarp_rx_violation(conn, NULL, IWP_LAYER_DDP, IWP_DDP_ET_CATASTROPHIC,
+					  IWP_DDP_EC_CATASTROPHIC);
+	want = iwp_ddp_hdr_want(p[0], p[1], &need);
+	if (len < need) {
+		/* Shorter than its own header: let the validator name it. */
+		if (iwp_ddp_check(p, len, &t) == 0)
+			iwp_term_set(&t, IWP_LAYER_DDP, IWP_DDP_ET_CATASTROPHIC,
+				     IWP_DDP_EC_CATASTROPHIC);
+		return iwarp_rx_violation(conn, NULL, t.layer, t.etype, t.ecode);
+	}
+	/* Where a Terminate raised later finds the header (rx.c). */
+	ev.hdr_len = min3(len, want, (u32)IWP_RX_HDR_MAX);
+	memcpy(conn->mrx.hdr, p, ev.hdr_len);
+	ev.hdr = conn->mrx.hdr;
+	if (iwarp_rx_hdr(conn, &ev))
+		return -EBADMSG;
+	plen = conn->rmsg.payload_len;
+	if (plen && iwarp_rx_place(conn, 0, p + conn->rmsg.hdr_len, plen, len))
+		return -EBADMSG;
+	if (ahead)
+		return 0;
+	return iwarp_rx_end(conn, &ev);
+}
+
+/* Whether a segment is an RDMA Write: placed on arrival, in any order. */
+static bool iwarp_sctp_is_write(const struct iwp_sctp_chunk *c)
+{
+	return c->ppid == IWP_SCTP_PPID_SEGMENT && c->len >= IWP_DDP_CTRL_SIZE &&
+	       (c->data[0] & IWP_DDP_T) &&
+	       (c->data[1] & IWP_RDMAP_OPCODE) == IWP_OP_WRITE;
+}
+
+/* A chunk at the frontier, now or kept until it got there. */
+static void iwarp_sctp_act(struct iwarp_assoc *a, struct iwarp_conn *conn,
+			   const struct iwp_sctp_chunk *c)
+{
+	if (c->ppid == IWP_SCTP_PPID_CONTROL) {
+		/* The Session Terminate, after everything the peer sent. */
+		iwarp_sctp_ctl_rx(a, conn->sid, c);
+		return;
+	}
+	/* The QP failed: what follows is discarded, as over TCP. */
+	if (conn->rx_bad || READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)
+		return;
+	iwarp_sctp_seg(conn, c->data, c->len, false);
+}
+
+/* What waited for the frontier, in DDP-SSN order. */
+static void iwarp_sctp_drain(struct iwarp_assoc *a, struct iwarp_conn *conn)
+{
+	struct iwarp_sctp_rx *r = conn->srx;
+	struct iwarp_sctp_kept *k;
+	u16 s;
+
+	while (!r->hold && iwp_seq_next(&r->seq, &s)) {
+		k = xa_erase(&r->kept, s);
+		if (!k)
+			continue;	/* a Write, placed when it came */
+		iwp_seq_record_done(&r->seq);
+		r->kept_bytes -= k->len;
+		iwarp_sctp_act(a, conn, &(struct iwp_sctp_chunk){
+			.ppid = k->ppid,
+			.ssn = s,
+			.func = k->func,
+			.len = k->len,
+			.data = k->len ? k->data : NULL,
+		});
+		kvfree(k);
+	}
+}
+
+static int iwarp_sctp_keep(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk *c)
+{
+	struct iwarp_sctp_kept *k;
+	int err;
+
+	if (c->len > IWARP_SCTP_KEEP_MAX - r->kept_bytes)
+		return -ENOBUFS;
+	k = kvmalloc(struct_size(k, data, c->len), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!k)
+		return -ENOMEM;
+	k->ppid = c->ppid;
+	k->func = c->func;
+	k->len = c->len;
+	if (c->len)
+		memcpy(k->data, c->data, c->len);
+	err = xa_err(xa_store(&r->kept, c->ssn, k, GFP_KERNEL_ACCOUNT));
+	if (err) {
+		kvfree(k);
+		return err;
+	}
+	r->kept_bytes += c->len;
+	return 0;
+}
+
+/* The session ends over a chunk that breaks the rules (or no memory). */
+static void iwarp_sctp_rx_fail(struct iwarp_conn *conn, const struct iwp_term *t)
+{
+	if (conn->srx->hold || !conn->qp) {
+		/* Not in RTS: no QP to fail, the session just ends. */
+		cmpxchg(&conn->tcp_err, 0, EPROTO);
+		iwarp_cm_close_async(conn);
+		return;
+	}
+	if (!conn->rx_bad)
+		iwarp_rx_violation(conn, NULL, t->layer, t->etype, t->ecode);
+}
+
+void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
+			 const struct iwp_sctp_chunk *c)
+{
+	struct iwarp_sctp_rx *r = conn->srx;
+	enum iwp_seq_verdict v;
+	struct iwp_term t;
+	bool keep;
+
+	lockdep_assert_held(&a->rx_mutex);
+	if (!r || conn->rx_bad) {
+		a->rx_dropped++;
+		return;
+	}
+	keep = r->hold || !iwarp_sctp_is_write(c);
+	if (r->hold)
+		v = iwp_seq_defer(&r->seq, c->ssn, true);
+	else
+		v = iwp_seq_arrive(&r->seq, c->ssn, keep);
+	switch (v) {
+	case IWP_SEQ_FRONT:
+		if (r->hold)
+			break;
+		iwarp_sctp_act(a, conn, c);
+		iwarp_sctp_drain(a, conn);
+		return;
+	case IWP_SEQ_AHEAD:
+		if (!keep) {
+			/* Checked and placed now; nothing waits for F. */
+			if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)
+				return;
+			iwarp_sctp_seg(conn, c->data, c->len, true);
+			return;
+		}
+		break;
+	default:
+		pr_debug("cm %u: DDP-SSN %u refused (%d), frontier %u\n", conn->id, c->ssn, v,
+			 r->seq.front);
+		iwp_sctp_violation(&t);
+		iwarp_sctp_rx_fail(conn, &t);
+		return;
+	}
+	if (iwarp_sctp_keep(r, c)) {
+		pr_debug("cm %u: %u octets kept ahead of DDP-SSN %u: no more\n", conn->id,
+			 r->kept_bytes, r->seq.front);
+		iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_LOCAL);
+		iwarp_sctp_rx_fail(conn, &t);
+	}
+}
+
+void iwarp_sctp_rx_resume(struct iwarp_assoc *a, struct iwarp_conn *conn)
+{
+	struct iwarp_sctp_rx *r = conn->srx;
+
+	lockdep_assert_held(&a->rx_mutex);
+	if (!r || !r->resume)
+		return;
+	r->resume = false;
+	iwarp_sctp_drain(a, conn);
+}
