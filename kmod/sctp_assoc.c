@@ -146,25 +146,20 @@ static void iwarp_assoc_sk_ready(struct sock *sk)
 }
 
 /*
- * SCTP freed send buffer space (sock_wfree(), for each chunk
- * acknowledged; softirq or task). A session's transmit engine that found
- * no room set IWARP_ASSOC_TX_WAIT: rx_work kicks it.
+ * SCTP freed send buffer space. It never calls sk_write_space (its sockets
+ * set SOCK_USE_WRITE_QUEUE, which sock_wfree() honours): sctp_wfree()
+ * wakes the socket's wait queue with EPOLLOUT instead, under the queue's
+ * lock (softirq or task). A session's transmit engine that found no room
+ * set IWARP_ASSOC_TX_WAIT: rx_work kicks it.
  */
-static void iwarp_assoc_sk_write_space(struct sock *sk)
+static int iwarp_assoc_send_space(struct wait_queue_entry *wait, unsigned int mode,
+				  int sync, void *key)
 {
-	void (*saved)(struct sock *sk) = NULL;
-	struct iwarp_assoc *a;
+	struct iwarp_assoc *a = container_of(wait, struct iwarp_assoc, wq_entry);
 
-	read_lock_bh(&sk->sk_callback_lock);
-	a = sk->sk_user_data;
-	if (a) {
-		saved = a->saved_write_space;
-		if (test_bit(IWARP_ASSOC_TX_WAIT, &a->flags))
-			iwarp_assoc_queue(a, iwarp_sctp_wq, &a->rx_work);
-	}
-	read_unlock_bh(&sk->sk_callback_lock);
-	if (saved)
-		saved(sk);
+	if ((key_to_poll(key) & EPOLLOUT) && test_bit(IWARP_ASSOC_TX_WAIT, &a->flags))
+		iwarp_assoc_queue(a, iwarp_sctp_wq, &a->rx_work);
+	return 0;
 }
 
 static void iwarp_assoc_hook(struct iwarp_assoc *a)
@@ -174,14 +169,16 @@ static void iwarp_assoc_hook(struct iwarp_assoc *a)
 	write_lock_bh(&sk->sk_callback_lock);
 	a->saved_data_ready = sk->sk_data_ready;
 	a->saved_state_change = sk->sk_state_change;
-	a->saved_write_space = sk->sk_write_space;
 	sk->sk_user_data = a;
-	sk->sk_write_space = iwarp_assoc_sk_write_space;
 	sk->sk_data_ready = iwarp_assoc_sk_ready;
 	/* Notifications come as data; the state change ends a read. */
 	sk->sk_state_change = iwarp_assoc_sk_ready;
 	a->hooked = true;
 	write_unlock_bh(&sk->sk_callback_lock);
+	/* Send space: SCTP wakes the socket's wait queue (iwarp_assoc_send_space()). */
+	init_waitqueue_func_entry(&a->wq_entry, iwarp_assoc_send_space);
+	add_wait_queue(sk_sleep(sk), &a->wq_entry);
+	a->wq_added = true;
 }
 
 static void iwarp_assoc_unhook(struct iwarp_assoc *a)
@@ -196,10 +193,14 @@ static void iwarp_assoc_unhook(struct iwarp_assoc *a)
 		sk->sk_user_data = NULL;
 		sk->sk_data_ready = a->saved_data_ready;
 		sk->sk_state_change = a->saved_state_change;
-		sk->sk_write_space = a->saved_write_space;
 		a->hooked = false;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
+	/* Under the queue's lock: no wake runs once it is off. */
+	if (a->wq_added) {
+		remove_wait_queue(sk_sleep(sk), &a->wq_entry);
+		a->wq_added = false;
+	}
 }
 
 /* --------------------------------------------------------- receive engine */
@@ -288,6 +289,7 @@ static void iwarp_assoc_notify(struct iwarp_assoc *a, const u8 *b, u32 len)
 static void iwarp_assoc_rx_sessions(struct iwarp_assoc *a)
 {
 	bool tx = test_and_clear_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+	bool owed = false;
 	bool resume = test_and_clear_bit(IWARP_ASSOC_RX_RESUME, &a->flags);
 	struct iwarp_conn *conn;
 	u16 i;
@@ -297,6 +299,7 @@ static void iwarp_assoc_rx_sessions(struct iwarp_assoc *a)
 	/* Pairs with the barrier after the engine's flag and bit. */
 	smp_mb__after_atomic();
 	for (i = 0; i < a->nstreams; i++) {
+		owed |= a->slots[i].term_owed;
 		conn = a->slots[i].conn;
 		if (!conn)
 			continue;
@@ -307,6 +310,9 @@ static void iwarp_assoc_rx_sessions(struct iwarp_assoc *a)
 		if (resume)
 			iwarp_sctp_rx_resume(a, conn);
 	}
+	/* A Terminate that found no room goes now (cm_work). */
+	if (tx && owed)
+		a->rx_requests = true;
 }
 
 /*
@@ -575,6 +581,7 @@ void iwarp_assoc_close(struct iwarp_assoc *a, int status, bool abort)
 {
 	struct iwarp_conn *conn, *tmp;
 	struct socket *sock;
+	bool up;
 	u16 i;
 
 	spin_lock_bh(&a->slock);
@@ -612,17 +619,22 @@ void iwarp_assoc_close(struct iwarp_assoc *a, int status, bool abort)
 			mutex_lock(&a->rx_mutex);
 			a->slots[i].conn = NULL;
 			a->slots[i].state = IWARP_SLOT_QUARANTINE;
+			iwarp_sctp_rx_free(conn);	/* rx_work cannot reach it now */
 			mutex_unlock(&a->rx_mutex);
 		}
 		mutex_unlock(&a->lock);
 		if (!conn)
 			break;
-		/* Its transmit engine sends no more: the socket goes below. */
+		cmpxchg(&conn->tcp_err, 0, -a->err);
+		/*
+		 * Its transmit engine sends no more: the socket goes below. A
+		 * session not started yet never will be (iwarp_sctp_start()).
+		 */
 		mutex_lock(&conn->tx_lock);
 		conn->sctp_tx_off = true;
+		up = conn->fpdu_mode;
 		mutex_unlock(&conn->tx_lock);
-		cmpxchg(&conn->tcp_err, 0, -a->err);
-		if (conn->kind == IWARP_CM_KIND_ACTIVE && !READ_ONCE(conn->fpdu_mode)) {
+		if (conn->kind == IWARP_CM_KIND_ACTIVE && !up) {
 			/* A Dial waiting for its answer fails with the reason. */
 			iwarp_sctp_session_down(conn);
 		} else {

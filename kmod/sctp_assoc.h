@@ -36,6 +36,7 @@
 #include <linux/mutex.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 struct iwarp_conn;
@@ -132,7 +133,8 @@ struct iwarp_assoc {
 	struct delayed_work cm_work;	/* setup deadline, idle shutdown */
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_state_change)(struct sock *sk);
-	void (*saved_write_space)(struct sock *sk);
+	struct wait_queue_entry wq_entry;	/* on the socket's: send space */
+	bool wq_added;
 };
 
 int iwarp_assoc_init(void);

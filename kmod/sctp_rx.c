@@ -134,8 +134,12 @@ static bool iwarp_sctp_is_write(const struct iwp_sctp_chunk *c)
 static void iwarp_sctp_act(struct iwarp_assoc *a, struct iwarp_conn *conn,
 			   const struct iwp_sctp_chunk *c)
 {
+	if (conn->srx->ended)
+		return;		/* after the peer's Terminate: nothing is */
 	if (c->ppid == IWP_SCTP_PPID_CONTROL) {
 		/* The Session Terminate, after everything the peer sent. */
+		conn->srx->ended = true;
+		conn->srx->term_kept = false;
 		iwarp_sctp_ctl_rx(a, conn->sid, c);
 		return;
 	}
@@ -152,12 +156,12 @@ static void iwarp_sctp_drain(struct iwarp_assoc *a, struct iwarp_conn *conn)
 	struct iwarp_sctp_kept *k;
 	u16 s;
 
-	while (!r->hold && iwp_seq_next(&r->seq, &s)) {
+	while (!r->hold && !r->ended && iwp_seq_next(&r->seq, &s)) {
 		k = xa_erase(&r->kept, s);
 		if (!k)
 			continue;	/* a Write, placed when it came */
 		iwp_seq_record_done(&r->seq);
-		r->kept_bytes -= k->len;
+		r->kept_bytes -= k->len + IWARP_SCTP_KEEP_COST;
 		iwarp_sctp_act(a, conn, &(struct iwp_sctp_chunk){
 			.ppid = k->ppid,
 			.ssn = s,
@@ -171,10 +175,11 @@ static void iwarp_sctp_drain(struct iwarp_assoc *a, struct iwarp_conn *conn)
 
 static int iwarp_sctp_keep(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk *c)
 {
+	u32 cost = c->len + IWARP_SCTP_KEEP_COST;
 	struct iwarp_sctp_kept *k;
 	int err;
 
-	if (c->len > IWARP_SCTP_KEEP_MAX - r->kept_bytes)
+	if (cost > IWARP_SCTP_KEEP_MAX - r->kept_bytes)
 		return -ENOBUFS;
 	k = kvmalloc(struct_size(k, data, c->len), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!k)
@@ -189,7 +194,11 @@ static int iwarp_sctp_keep(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk 
 		kvfree(k);
 		return err;
 	}
-	r->kept_bytes += c->len;
+	r->kept_bytes += cost;
+	if (c->ppid == IWP_SCTP_PPID_CONTROL) {
+		r->term_kept = true;
+		r->term_ssn = c->ssn;
+	}
 	return 0;
 }
 
@@ -215,8 +224,33 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 	bool keep;
 
 	lockdep_assert_held(&a->rx_mutex);
-	if (!r || conn->rx_bad) {
+	if (!r) {
 		a->rx_dropped++;
+		return;
+	}
+	/*
+	 * The QP failed (our Terminate, or the peer's): data is discarded,
+	 * as over TCP, but the peer's Session Terminate ends the session at
+	 * once, whatever it overtook.
+	 */
+	if (conn->rx_bad || (!r->hold && READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)) {
+		if (c->ppid == IWP_SCTP_PPID_CONTROL && !r->ended) {
+			r->ended = true;
+			r->term_kept = false;
+			iwarp_sctp_ctl_rx(a, conn->sid, c);
+		} else {
+			a->rx_dropped++;
+		}
+		return;
+	}
+	/* Nothing the peer sent after its Session Terminate counts. */
+	if (r->ended || (r->term_kept && iwp_sctp_ssn_after(c->ssn, r->term_ssn))) {
+		a->rx_dropped++;
+		return;
+	}
+	/* Check before you hold: a segment's header is valid before it is kept. */
+	if (c->ppid == IWP_SCTP_PPID_SEGMENT && iwp_ddp_check(c->data, c->len, &t)) {
+		iwarp_sctp_rx_fail(conn, &t);
 		return;
 	}
 	keep = r->hold || !iwarp_sctp_is_write(c);

@@ -18,9 +18,11 @@ struct iwarp_conn;
 
 /*
  * Octets of chunks a session keeps, copied, until the frontier reaches
- * them (docs/SCTP.md 4.5). Beyond it the session ends (LLP catastrophic).
+ * them (docs/SCTP.md 4.5), each charged IWARP_SCTP_KEEP_COST more for its
+ * bookkeeping. Beyond it the session fails (RDMAP catastrophic, local).
  */
 #define IWARP_SCTP_KEEP_MAX	(4U << 20)
+#define IWARP_SCTP_KEEP_COST	64
 
 struct iwarp_sctp_rx {
 	struct iwp_seq seq;
@@ -32,6 +34,9 @@ struct iwarp_sctp_rx {
 	 */
 	bool hold;
 	bool resume;		/* rx_work: act on what was kept */
+	bool term_kept;		/* the peer's Session Terminate is kept */
+	bool ended;		/* it was acted on: nothing after it is */
+	u16 term_ssn;		/* with term_kept: its DDP-SSN */
 	unsigned long map[IWP_SEQ_MAP_LONGS];
 };
 
@@ -53,6 +58,15 @@ bool iwarp_sctp_rx_start(struct iwarp_conn *conn);
  */
 void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 			 const struct iwp_sctp_chunk *c);
+/*
+ * Whether the peer's Session Terminate came, acted on or kept: the
+ * session's close reads it before the receive state goes (rx_mutex).
+ */
+static inline bool iwarp_sctp_rx_term_seen(const struct iwarp_sctp_rx *r)
+{
+	return r && (r->term_kept || r->ended);
+}
+
 /* rx_work: a session that was started acts on what it kept. */
 void iwarp_sctp_rx_resume(struct iwarp_assoc *a, struct iwarp_conn *conn);
 

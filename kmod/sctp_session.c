@@ -107,8 +107,13 @@ static int iwarp_sctp_start(struct iwarp_conn *conn)
 	conn->ird_max = conn->pol.ird;
 	if (iwarp_conn_queues(conn))
 		return -ENOMEM;
-	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
 	mutex_lock(&conn->tx_lock);
+	/* The association ended since the Accept came (iwarp_assoc_close()). */
+	if (conn->sctp_tx_off) {
+		mutex_unlock(&conn->tx_lock);
+		return -READ_ONCE(conn->tcp_err) ?: -ECONNRESET;
+	}
+	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
 	conn->fpdu_mode = true;		/* the doorbell reaches the engine */
 	mutex_unlock(&conn->tx_lock);
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
@@ -325,8 +330,14 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 		s->term_owed = false;
 		want = s->state == IWARP_SLOT_INITIATE_RCVD && !s->conn;
 		mutex_unlock(&a->rx_mutex);
-		if (owed)
-			iwarp_sctp_ctl_send(a, i, ssn, IWP_SCTP_TERMINATE, NULL, 0);
+		if (owed &&
+		    iwarp_sctp_ctl_send(a, i, ssn, IWP_SCTP_TERMINATE, NULL, 0) == -EAGAIN) {
+			/* Again once SCTP has room (rx_work sees the space). */
+			mutex_lock(&a->rx_mutex);
+			s->term_owed = true;
+			mutex_unlock(&a->rx_mutex);
+			set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+		}
 		if (!want)
 			continue;
 		conn = NULL;
@@ -407,9 +418,12 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 	if (READ_ONCE(conn->closing)) {
 		err = -ECONNABORTED;
 	} else if (a->slots && a->slots[conn->sid].conn == conn) {
-		err = iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn++, func, pd, pd_len);
-		if (!err && func == IWP_SCTP_ACCEPT)
+		/* Open before the Accept goes: the peer's data may follow it at once. */
+		if (func == IWP_SCTP_ACCEPT)
 			iwarp_slot_set(a, conn->sid, conn, IWARP_SLOT_OPEN);
+		err = iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn++, func, pd, pd_len);
+		if (err && func == IWP_SCTP_ACCEPT)
+			iwarp_slot_set(a, conn->sid, conn, IWARP_SLOT_INITIATE_RCVD);
 		/* A Reject ends the session: no Terminate follows it. */
 		if (!err && func == IWP_SCTP_REJECT) {
 			mutex_lock(&a->rx_mutex);
@@ -465,6 +479,9 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		mutex_lock(&a->rx_mutex);
 		answered = s->answered;
 		state = s->state;
+		/* The peer's Terminate came, though not acted on (kept, or a QP in error). */
+		if (iwarp_sctp_rx_term_seen(conn->srx))
+			s->peer_term = true;
 		mutex_unlock(&a->rx_mutex);
 		/*
 		 * No Terminate after a Reject or a Terminate answering the
@@ -478,8 +495,16 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		conn->sctp_tx_off = true;
 		ssn = conn->sctp_tx_ssn++;
 		mutex_unlock(&conn->tx_lock);
-		if (!answered && state != IWARP_SLOT_INITIATE_SENT)
-			iwarp_sctp_ctl_send(a, conn->sid, ssn, IWP_SCTP_TERMINATE, NULL, 0);
+		/* No room now: owed, cm_work sends it once there is (quarantine waits). */
+		if (!answered && state != IWARP_SLOT_INITIATE_SENT &&
+		    iwarp_sctp_ctl_send(a, conn->sid, ssn, IWP_SCTP_TERMINATE,
+					NULL, 0) == -EAGAIN) {
+			mutex_lock(&a->rx_mutex);
+			s->term_owed = true;
+			s->term_ssn = ssn;
+			mutex_unlock(&a->rx_mutex);
+			set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+		}
 		/*
 		 * Off the stream, with the peer's Terminate as rx_work saw it
 		 * up to now (later ones find the stream without a session):
@@ -662,10 +687,15 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 		return;
 	}
 	if (c.ppid == IWP_SCTP_PPID_SEGMENT) {
-		if (conn)
-			iwarp_sctp_rx_chunk(a, conn, &c);
-		else
+		if (!conn) {
 			a->rx_dropped++;	/* no session: a closed one's late chunk */
+		} else if (a->slots[r->sid].state == IWARP_SLOT_INITIATE_RCVD) {
+			/* Data before our Accept (SCTP-16): nothing is kept for it. */
+			cmpxchg(&conn->tcp_err, 0, EPROTO);
+			iwarp_cm_close_async(conn);
+		} else {
+			iwarp_sctp_rx_chunk(a, conn, &c);
+		}
 		return;
 	}
 	pr_debug("assoc %u stream %u: %s received, ssn %u, slot state %u\n", a->id, r->sid,

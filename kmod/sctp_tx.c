@@ -95,6 +95,7 @@ int iwarp_sctp_push(struct iwarp_conn *conn)
 			 */
 			WRITE_ONCE(conn->sctp_tx_wait, true);
 			set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+			/* The bit before the retry's look at the space; rx_work pairs. */
 			smp_mb__after_atomic();
 			err = iwarp_sctp_send(a->sock, conn->sid, IWP_SCTP_PPID_SEGMENT,
 					      p + IWARP_SCTP_TX_LEN, clen, more);

@@ -5,8 +5,12 @@
 package guest
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/iwarp/iwarp/userlib"
 )
@@ -33,6 +37,150 @@ func TestSCTPMatrix(t *testing.T) {
 		cm := connOf(t, ns)
 		if cm.TxFPDUs == 0 || cm.RxFPDUs == 0 {
 			t.Fatalf("%s: no segments counted: %+v", ns, cm.Stats)
+		}
+	}
+}
+
+// cqWait polls cq until n completions arrived or d passed.
+func cqWait(cq *userlib.CQ, n int, d time.Duration) ([]userlib.WC, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var out []userlib.WC
+	wcs := make([]userlib.WC, 16)
+	for len(out) < n {
+		k := cq.Poll(wcs[:min(len(wcs), n-len(out))])
+		out = append(out, wcs[:k]...)
+		if k > 0 {
+			continue
+		}
+		if err := cq.Wait(ctx); err != nil {
+			return out, fmt.Errorf("waiting for %d completions (have %d: %+v): %w", n, len(out), out, err)
+		}
+	}
+	return out, nil
+}
+
+// TestSCTPMultiQP runs four sessions of one context over one association
+// (RFC 5043 8; SCTP-13, SCTP-22), each on a stream and a QP and CQs of its
+// own, all at once: a 1 MiB Write, a 64 KiB Send and a 1 MiB Read back on
+// each, every octet verified, each session's traffic in its own region.
+func TestSCTPMultiQP(t *testing.T) {
+	const (
+		n      = 4
+		region = 3 << 20
+		big    = 1 << 20
+		small  = 64 << 10
+	)
+	sctpTrace(t)
+	tp := newTopology(t)
+	a, b := newRdmaEnd(t, tp.A, n*region, rdmaAccess), newRdmaEnd(t, tp.B, n*region, rdmaAccess)
+	addr := netip.MustParseAddr(TopoB4)
+	l := sctpListen(t, tp.B, b, addr, 5044, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	type session struct {
+		qa, qb   *userlib.QP
+		cqa, cqb *userlib.CQ
+	}
+	ss := make([]session, n)
+	for i := range ss {
+		s := &ss[i]
+		var err error
+		for _, e := range []struct {
+			end *rdmaEnd
+			cq  **userlib.CQ
+			qp  **userlib.QP
+		}{{a, &s.cqa, &s.qa}, {b, &s.cqb, &s.qb}} {
+			if *e.cq, err = e.end.ctx.CreateCQ(64); err != nil {
+				t.Fatal(err)
+			}
+			if *e.qp, err = e.end.ctx.CreateQP(e.end.pd, *e.cq, *e.cq, userlib.QPConfig{SQEntries: 16, RQEntries: 16}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		acc := sctpAnswer(ctx, l, func(req *userlib.ConnRequest) error { return req.Accept(ctx, s.qb, nil) })
+		if _, err := s.qa.Dial(ctx, netip.AddrPortFrom(addr, 5044), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}}); err != nil {
+			t.Fatalf("session %d: dial: %v", i, err)
+		}
+		if err := <-acc; err != nil {
+			t.Fatalf("session %d: accept: %v", i, err)
+		}
+	}
+	for _, ns := range []string{tp.A, tp.B} {
+		sess := sctpSessions(t, ns)
+		streams := map[uint16]bool{}
+		for _, c := range sess {
+			if c.SCTP.Assoc != sess[0].SCTP.Assoc || streams[c.SCTP.Stream] {
+				t.Fatalf("%s: sessions %+v, want %d on one association, a stream each", ns, sess, n)
+			}
+			streams[c.SCTP.Stream] = true
+		}
+		if len(sess) != n {
+			t.Fatalf("%s: %d sessions, want %d", ns, len(sess), n)
+		}
+	}
+
+	errs := make(chan error, n)
+	for i := range ss {
+		go func(i int, s session) {
+			errs <- func() error {
+				base := i * region
+				src := a.buf[base : base+big]
+				fillPattern(src, byte(40+i))
+				// A Write into b's region, then a Send that lands in it
+				// after the Write's octets; its completion follows them.
+				fillPattern(a.buf[base+big:base+big+small], byte(80+i))
+				if err := s.qb.PostRecv(1, b.mr.SGE(base+big, small)); err != nil {
+					return err
+				}
+				if err := s.qa.PostSend(userlib.SendWR{WRID: 1, Op: userlib.OpWrite,
+					SGEs: []userlib.SGE{a.mr.SGE(base, big)}, RemoteAddr: b.mr.Addr() + uint64(base), RKey: b.mr.STag()}); err != nil {
+					return err
+				}
+				if err := s.qa.PostSend(userlib.SendWR{WRID: 2, Op: userlib.OpSend, Flags: userlib.Signaled,
+					SGEs: []userlib.SGE{a.mr.SGE(base+big, small)}}); err != nil {
+					return err
+				}
+				if wc, err := cqWait(s.cqa, 1, 60*time.Second); err != nil || wc[0].Status != userlib.StatusSuccess || wc[0].WRID != 2 {
+					return fmt.Errorf("send: %+v, %v", wc, err)
+				}
+				rc, err := cqWait(s.cqb, 1, 60*time.Second)
+				if err != nil || rc[0].Status != userlib.StatusSuccess || rc[0].ByteLen != small || rc[0].QPID != s.qb.ID() {
+					return fmt.Errorf("receive: %+v, %v", rc, err)
+				}
+				if !bytes.Equal(b.buf[base:base+big+small], a.buf[base:base+big+small]) {
+					return fmt.Errorf("the Write and Send octets differ in b")
+				}
+				// Read it back into another part of a's region.
+				back := a.buf[base+big+small : base+2*big+small]
+				clear(back)
+				if err := s.qa.PostSend(userlib.SendWR{WRID: 3, Op: userlib.OpRead, Flags: userlib.Signaled,
+					SGEs: []userlib.SGE{a.mr.SGE(base+big+small, big)}, RemoteAddr: b.mr.Addr() + uint64(base), RKey: b.mr.STag()}); err != nil {
+					return err
+				}
+				if wc, err := cqWait(s.cqa, 1, 60*time.Second); err != nil || wc[0].Status != userlib.StatusSuccess || wc[0].WRID != 3 {
+					return fmt.Errorf("read: %+v, %v", wc, err)
+				}
+				if !bytes.Equal(back, src) {
+					return fmt.Errorf("the Read's octets differ")
+				}
+				return nil
+			}()
+		}(i, ss[i])
+	}
+	for range ss {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.checkGuards(t)
+	b.checkGuards(t)
+	for _, ns := range []string{tp.A, tp.B} {
+		for _, c := range sctpSessions(t, ns) {
+			if c.TxFPDUs == 0 || c.RxFPDUs == 0 || c.TermSent != nil || c.TermRcvd != nil {
+				t.Fatalf("%s: session %d counters %+v", ns, c.ID, c.Stats)
+			}
 		}
 	}
 }
