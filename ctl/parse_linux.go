@@ -232,6 +232,10 @@ func parseStat(ad *netlink.AttributeDecoder, s *Stats) {
 		s.TermSent = decodeTerminate(ad.Uint32())
 	case netlinkproto.AttrStatTermRcvd:
 		s.TermRcvd = decodeTerminate(ad.Uint32())
+	case netlinkproto.AttrStatRXOoo:
+		s.RxOOO = ad.Uint64()
+	case netlinkproto.AttrStatRXOooMax:
+		s.RxOOOMax = ad.Uint32()
 	}
 }
 

@@ -34,7 +34,10 @@
  *
  * Lock order: cm_lock, then tx_lock, then the socket lock, then conn->lock
  * (a BH-safe spinlock guarding state, closing, the SQ completion indices,
- * the ORQ and IRQ and the pending Terminate). sk_callback_lock is taken
+ * the ORQ and IRQ and the pending Terminate). An SCTP session adds its
+ * association's (sctp_assoc.h): cm_lock, assoc->lock, tx_lock,
+ * assoc->rx_mutex (its receive engine's, where TCP's is the socket lock),
+ * the socket lock, conn->lock. sk_callback_lock is taken
  * alone, inside cm_lock (hooking; the switch to FPDU mode) or inside the
  * socket lock (TCP's callbacks); conn->lock may be taken inside it.
  * A context's event lock (and its wait queue's, waking readers) is taken
@@ -161,6 +164,8 @@ struct iwarp_conn_stats {
 	u64 crc_errors;
 	u32 term_sent;		/* BIT(31) | layer << 12 | etype << 8 | ecode */
 	u32 term_rcvd;
+	u64 rx_ooo;		/* SCTP: chunks taken ahead of the frontier */
+	u32 rx_ooo_max;		/* SCTP: the farthest ahead, in DDP-SSNs */
 };
 
 struct iwarp_conn {

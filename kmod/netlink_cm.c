@@ -285,7 +285,10 @@ int iwarp_nl_put_stats(struct sk_buff *skb, const struct iwarp_conn_stats *st)
 	       nla_put_u64_64bit(skb, IWARP_A_STAT_CRC_ERRORS, READ_ONCE(st->crc_errors),
 				 IWARP_A_UNSPEC) ||
 	       nla_put_u32(skb, IWARP_A_STAT_TERM_SENT, READ_ONCE(st->term_sent)) ||
-	       nla_put_u32(skb, IWARP_A_STAT_TERM_RCVD, READ_ONCE(st->term_rcvd));
+	       nla_put_u32(skb, IWARP_A_STAT_TERM_RCVD, READ_ONCE(st->term_rcvd)) ||
+	       nla_put_u64_64bit(skb, IWARP_A_STAT_RX_OOO, READ_ONCE(st->rx_ooo),
+				 IWARP_A_UNSPEC) ||
+	       nla_put_u32(skb, IWARP_A_STAT_RX_OOO_MAX, READ_ONCE(st->rx_ooo_max));
 }
 
 static u8 iwarp_rtr_attr(u8 rtr)

@@ -543,7 +543,7 @@ static bool iwarp_assoc_dry(struct iwarp_assoc *a)
 
 bool iwarp_assoc_drain(struct iwarp_assoc *a)
 {
-	bool any = false, dry;
+	bool any = false, left = false, dry;
 	u16 i;
 
 	lockdep_assert_held(&a->lock);
@@ -555,17 +555,25 @@ bool iwarp_assoc_drain(struct iwarp_assoc *a)
 		return false;
 	/* Read before the scan: a Terminate sent after it is not covered. */
 	dry = iwarp_assoc_dry(a);
-	if (!dry)
-		return false;
 	mutex_lock(&a->rx_mutex);
 	for (i = 0; i < a->nstreams; i++) {
-		if (a->slots[i].state == IWARP_SLOT_DRAIN && !a->slots[i].conn) {
-			a->slots[i].state = IWARP_SLOT_FREE;
-			a->slots[i].peer_term = false;
-			any = true;
+		if (a->slots[i].state != IWARP_SLOT_DRAIN || a->slots[i].conn)
+			continue;
+		if (!dry) {
+			left = true;
+			continue;
 		}
+		a->slots[i].state = IWARP_SLOT_FREE;
+		a->slots[i].peer_term = false;
+		any = true;
 	}
 	mutex_unlock(&a->rx_mutex);
+	/*
+	 * SCTP says when its queue runs empty only while a stream waits for
+	 * that (turned on with the queue empty, it says so at once).
+	 */
+	if (left != a->dry_on && !iwarp_sctp_sender_dry(a->sock, left))
+		a->dry_on = left;
 	return any;
 }
 

@@ -112,6 +112,7 @@ struct iwarp_assoc {
 	struct sockaddr_storage peer;
 	unsigned long deadline;		/* jiffies: setup, or idle end */
 	bool idle_since;		/* up, no session since deadline was set */
+	bool dry_on;			/* SENDER_DRY subscribed (a stream drains) */
 
 	struct mutex rx_mutex;		/* the receive engine */
 	bool comm_up;			/* rx: COMM_UP read */

@@ -266,6 +266,8 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 		iwarp_sctp_drain(a, conn);
 		return;
 	case IWP_SEQ_AHEAD:
+		WRITE_ONCE(conn->stats.rx_ooo, r->seq.ooo);
+		WRITE_ONCE(conn->stats.rx_ooo_max, r->seq.max_dist);
 		if (!keep) {
 			/* Checked and placed now; nothing waits for F. */
 			if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)

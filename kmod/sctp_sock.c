@@ -69,7 +69,7 @@ static const u16 iwarp_sctp_events[] = {
 	SCTP_SHUTDOWN_EVENT,
 	SCTP_ADAPTATION_INDICATION,
 	SCTP_SEND_FAILED_EVENT,
-	SCTP_SENDER_DRY_EVENT,
+	/* SENDER_DRY only while a stream waits for it: iwarp_sctp_sender_dry() */
 };
 
 /* Retransmission and heartbeat timing from peer_timeout_ms. */
@@ -135,6 +135,13 @@ int iwarp_sctp_sock_opts(struct socket *sock, u16 streams)
 	WRITE_ONCE(sock->sk->sk_sndbuf, READ_ONCE(iwarp_sctp_sndbuf));
 	release_sock(sock->sk);
 	return 0;
+}
+
+int iwarp_sctp_sender_dry(struct socket *sock, bool on)
+{
+	struct sctp_event ev = { .se_type = SCTP_SENDER_DRY_EVENT, .se_on = on };
+
+	return iwarp_sctp_setopt(sock, SCTP_EVENT, &ev, sizeof(ev));
 }
 
 int iwarp_sctp_sock_new(struct net *net, int family, u16 streams, struct socket **res)

@@ -26,6 +26,13 @@ int iwarp_sctp_sock_new(struct net *net, int family, u16 streams,
 /* The same options on a socket accept() returned. */
 int iwarp_sctp_sock_opts(struct socket *sock, u16 streams);
 
+/*
+ * SCTP_SENDER_DRY notifications on or off. SCTP sends one each time its
+ * queue runs empty (about once per message while data flows to a local
+ * peer), and one at once when turned on with the queue empty already.
+ */
+int iwarp_sctp_sender_dry(struct socket *sock, bool on);
+
 /* What came with a received message. */
 struct iwarp_sctp_rcv {
 	u32 len;		/* octets in the buffer */

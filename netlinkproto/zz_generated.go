@@ -107,7 +107,9 @@ const (
 	AttrCMSctpNewAssoc uint16 = 58 // IWARP_A_CM_SCTP_NEW_ASSOC
 	AttrCMSctpAssoc    uint16 = 59 // IWARP_A_CM_SCTP_ASSOC
 	AttrCMSctpStream   uint16 = 60 // IWARP_A_CM_SCTP_STREAM
-	AttrMax            uint16 = 60
+	AttrStatRXOoo      uint16 = 61 // IWARP_A_STAT_RX_OOO
+	AttrStatRXOooMax   uint16 = 62 // IWARP_A_STAT_RX_OOO_MAX
+	AttrMax            uint16 = 62
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -274,6 +276,8 @@ var AttrNames = map[uint16]string{
 	58: "IWARP_A_CM_SCTP_NEW_ASSOC",
 	59: "IWARP_A_CM_SCTP_ASSOC",
 	60: "IWARP_A_CM_SCTP_STREAM",
+	61: "IWARP_A_STAT_RX_OOO",
+	62: "IWARP_A_STAT_RX_OOO_MAX",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -360,6 +364,8 @@ var CNames = map[string]uint64{
 	"IWARP_A_CM_SCTP_NEW_ASSOC":            58,
 	"IWARP_A_CM_SCTP_ASSOC":                59,
 	"IWARP_A_CM_SCTP_STREAM":               60,
+	"IWARP_A_STAT_RX_OOO":                  61,
+	"IWARP_A_STAT_RX_OOO_MAX":              62,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,

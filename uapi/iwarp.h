@@ -390,6 +390,11 @@ enum iwarp_qp_state {
  *   unique while the module is loaded. Read only.
  * @IWARP_A_CM_SCTP_STREAM: u16. SCTP - the stream of the session on its
  *   association. Read only.
+ * @IWARP_A_STAT_RX_OOO: u64. SCTP session - segments and chunks that arrived
+ *   ahead of the DDP-SSN frontier (RDMA Writes placed at once, others kept
+ *   until their turn). Read only.
+ * @IWARP_A_STAT_RX_OOO_MAX: u32. SCTP session - the largest distance in
+ *   DDP-SSNs a chunk arrived ahead of the frontier. Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -453,6 +458,8 @@ enum iwarp_attr {
 	IWARP_A_CM_SCTP_NEW_ASSOC = 58,
 	IWARP_A_CM_SCTP_ASSOC = 59,
 	IWARP_A_CM_SCTP_STREAM = 60,
+	IWARP_A_STAT_RX_OOO = 61,
+	IWARP_A_STAT_RX_OOO_MAX = 62,
 
 	__IWARP_A_MAX,
 };
@@ -693,7 +700,7 @@ enum iwarp_attr {
  *   IWARP_A_QP_SQ_ENTRIES, IWARP_A_QP_RQ_ENTRIES, IWARP_A_QP_STATE,
  *   IWARP_A_STAT_TX_BYTES, IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS,
  *   IWARP_A_STAT_RX_FPDUS, IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT,
- *   IWARP_A_STAT_TERM_RCVD
+ *   IWARP_A_STAT_TERM_RCVD, IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX
  */
 /*
  * IWARP_CMD_LISTEN
@@ -818,7 +825,8 @@ enum iwarp_attr {
  *   IWARP_A_LINK_IRD, IWARP_A_LINK_ORD, IWARP_A_STAT_TX_BYTES,
  *   IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS, IWARP_A_STAT_RX_FPDUS,
  *   IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT, IWARP_A_STAT_TERM_RCVD,
- *   IWARP_A_CM_TRANSPORT, IWARP_A_CM_SCTP_ASSOC, IWARP_A_CM_SCTP_STREAM
+ *   IWARP_A_CM_TRANSPORT, IWARP_A_CM_SCTP_ASSOC, IWARP_A_CM_SCTP_STREAM,
+ *   IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX
  */
 
 /* Notifications (multicast group "events"):
