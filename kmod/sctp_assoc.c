@@ -127,6 +127,11 @@ void iwarp_assoc_kick(struct iwarp_assoc *a)
 	iwarp_assoc_kick_cm(a, 0);
 }
 
+void iwarp_assoc_retry(struct iwarp_assoc *a)
+{
+	iwarp_assoc_kick_cm(a, msecs_to_jiffies(IWARP_SCTP_RETRY_MS));
+}
+
 void iwarp_assoc_rx_kick(struct iwarp_assoc *a)
 {
 	iwarp_assoc_queue(a, iwarp_sctp_wq, &a->rx_work);
@@ -559,7 +564,8 @@ bool iwarp_assoc_drain(struct iwarp_assoc *a)
 	for (i = 0; i < a->nstreams; i++) {
 		if (a->slots[i].state != IWARP_SLOT_DRAIN || a->slots[i].conn)
 			continue;
-		if (!dry) {
+		/* Ours not even sent yet (owed): not acknowledged either. */
+		if (!dry || a->slots[i].term_owed) {
 			left = true;
 			continue;
 		}

@@ -150,6 +150,12 @@ void iwarp_assoc_kick(struct iwarp_assoc *a);
  */
 bool iwarp_assoc_drain(struct iwarp_assoc *a);
 void iwarp_assoc_put(struct iwarp_assoc *a);
+/*
+ * cm_work in IWARP_SCTP_RETRY_MS (unless queued sooner): a control chunk
+ * owed since SCTP had no room is tried again.
+ */
+#define IWARP_SCTP_RETRY_MS	100
+void iwarp_assoc_retry(struct iwarp_assoc *a);
 /* Runs rx_work (assoc->flags say what for, besides reading). */
 void iwarp_assoc_rx_kick(struct iwarp_assoc *a);
 

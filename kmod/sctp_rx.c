@@ -202,6 +202,26 @@ static int iwarp_sctp_keep(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk 
 	return 0;
 }
 
+/* The peer's Session Terminate, kept until its turn, acted on at once. */
+static void iwarp_sctp_rx_term_now(struct iwarp_assoc *a, struct iwarp_conn *conn)
+{
+	struct iwarp_sctp_rx *r = conn->srx;
+	struct iwarp_sctp_kept *k = xa_erase(&r->kept, r->term_ssn);
+
+	r->ended = true;
+	r->term_kept = false;
+	if (!k)
+		return;
+	r->kept_bytes -= k->len + IWARP_SCTP_KEEP_COST;
+	iwp_seq_record_done(&r->seq);
+	iwarp_sctp_ctl_rx(a, conn->sid, &(struct iwp_sctp_chunk){
+		.ppid = k->ppid,
+		.ssn = r->term_ssn,
+		.func = k->func,
+	});
+	kvfree(k);
+}
+
 /* The session ends over a chunk that breaks the rules (or no memory). */
 static void iwarp_sctp_rx_fail(struct iwarp_conn *conn, const struct iwp_term *t)
 {
@@ -213,6 +233,22 @@ static void iwarp_sctp_rx_fail(struct iwarp_conn *conn, const struct iwp_term *t
 	}
 	if (!conn->rx_bad)
 		iwarp_rx_violation(conn, NULL, t->layer, t->etype, t->ecode);
+}
+
+/* The same for a segment whose header is bad: the Terminate carries it. */
+static void iwarp_sctp_rx_fail_seg(struct iwarp_conn *conn, const struct iwp_sctp_chunk *c,
+				   const struct iwp_term *t)
+{
+	struct iwp_rx_ev ev = { .ulpdu_len = c->len };
+
+	if (conn->srx->hold || conn->rx_bad) {
+		iwarp_sctp_rx_fail(conn, t);
+		return;
+	}
+	ev.hdr_len = min_t(u32, c->len, IWP_RX_HDR_MAX);
+	memcpy(conn->mrx.hdr, c->data, ev.hdr_len);
+	ev.hdr = conn->mrx.hdr;
+	iwarp_rx_violation(conn, &ev, t->layer, t->etype, t->ecode);
 }
 
 void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
@@ -238,6 +274,9 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 			r->ended = true;
 			r->term_kept = false;
 			iwarp_sctp_ctl_rx(a, conn->sid, c);
+		} else if (r->term_kept && !r->ended) {
+			/* One kept behind a gap: it is the session's end now. */
+			iwarp_sctp_rx_term_now(a, conn);
 		} else {
 			a->rx_dropped++;
 		}
@@ -246,11 +285,6 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 	/* Nothing the peer sent after its Session Terminate counts. */
 	if (r->ended || (r->term_kept && iwp_sctp_ssn_after(c->ssn, r->term_ssn))) {
 		a->rx_dropped++;
-		return;
-	}
-	/* Check before you hold: a segment's header is valid before it is kept. */
-	if (c->ppid == IWP_SCTP_PPID_SEGMENT && iwp_ddp_check(c->data, c->len, &t)) {
-		iwarp_sctp_rx_fail(conn, &t);
 		return;
 	}
 	keep = r->hold || !iwarp_sctp_is_write(c);
@@ -281,6 +315,11 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 			 r->seq.front);
 		iwp_sctp_violation(&t);
 		iwarp_sctp_rx_fail(conn, &t);
+		return;
+	}
+	/* Check before you hold: a segment's header is valid before it is kept. */
+	if (c->ppid == IWP_SCTP_PPID_SEGMENT && iwp_ddp_check(c->data, c->len, &t)) {
+		iwarp_sctp_rx_fail_seg(conn, c, &t);
 		return;
 	}
 	if (iwarp_sctp_keep(r, c)) {

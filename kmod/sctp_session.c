@@ -332,11 +332,16 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 		mutex_unlock(&a->rx_mutex);
 		if (owed &&
 		    iwarp_sctp_ctl_send(a, i, ssn, IWP_SCTP_TERMINATE, NULL, 0) == -EAGAIN) {
-			/* Again once SCTP has room (rx_work sees the space). */
+			/*
+			 * Again once SCTP has room (rx_work sees the space),
+			 * and in a while anyway: room freed before the bit
+			 * was set woke no one.
+			 */
 			mutex_lock(&a->rx_mutex);
 			s->term_owed = true;
 			mutex_unlock(&a->rx_mutex);
 			set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+			iwarp_assoc_retry(a);
 		}
 		if (!want)
 			continue;
@@ -421,7 +426,9 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 		/* Open before the Accept goes: the peer's data may follow it at once. */
 		if (func == IWP_SCTP_ACCEPT)
 			iwarp_slot_set(a, conn->sid, conn, IWARP_SLOT_OPEN);
-		err = iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn++, func, pd, pd_len);
+		err = iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn, func, pd, pd_len);
+		if (!err)
+			conn->sctp_tx_ssn++;	/* not taken by a chunk that never went */
 		if (err && func == IWP_SCTP_ACCEPT)
 			iwarp_slot_set(a, conn->sid, conn, IWARP_SLOT_INITIATE_RCVD);
 		/* A Reject ends the session: no Terminate follows it. */
