@@ -254,6 +254,25 @@ ours_lat() { # topo op size crc
 		pair 18515 "$perf" -j -- "$perf" -j --lat -t "$2" -s "$3" -n "$lat_iters" --crc "$4" "$addr"
 }
 
+# Ours over SCTP (RFC 5043; docs/SCTP.md 6.4): the bandwidth and latency
+# rows of Write, Read and Send without MPA (SCTP's own CRC32c), beside
+# ours over TCP in the same rows (impl ours-sctp). The SCTP server binds
+# the topology's address.
+run_ours_sctp() {
+	for op in write read send; do
+		for sz in $bw_sizes; do
+			block "topo=$1 impl=ours-sctp op=$op size=$sz crc=off metric=bw" \
+				pair sctp:18515 "$perf" -j --transport sctp -B "$addr" -- \
+				"$perf" -j --transport sctp -t $op -s "$sz" -n "$(iters_for "$sz")" "$addr"
+		done
+		for sz in $lat_sizes; do
+			block "topo=$1 impl=ours-sctp op=$op size=$sz crc=off metric=lat" \
+				pair sctp:18515 "$perf" -j --transport sctp -B "$addr" -- \
+				"$perf" -j --transport sctp --lat -t $op -s "$sz" -n "$lat_iters" "$addr"
+		done
+	done
+}
+
 # siw_pair HEADER PAIR-ARGS...: pair for perftest on siw. Its client now
 # and then has its connection refused although siw listens on the right
 # device (about one veth run in forty; cause not found), and then crashes
@@ -321,6 +340,7 @@ for topo in veth loopback; do
 	ip netns exec "$cli_ns" ip -o link | sed 's/^/@@info /'
 	run_tcp $topo
 	run_sctp $topo
+	run_ours_sctp $topo
 	if [ -n "$siw_default" ] && siw_up "$siw_default"; then
 		run_rows $topo off 1
 	else

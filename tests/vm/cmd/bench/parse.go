@@ -87,7 +87,7 @@ func (r *benchRun) value() (float64, error) {
 			return sctppingMedian(r.client)
 		}
 		return iperf3Gbps(r.client)
-	case "ours":
+	case "ours", "ours-sctp":
 		return oursValue(r.client, r.metric)
 	case "siw":
 		v, err := perftestValue(r.client, r.metric)
@@ -258,8 +258,11 @@ type Row struct {
 	Siw    *float64 `json:"siw"`
 	TCP    *float64 `json:"tcp"`
 	SCTP   *float64 `json:"sctp,omitempty"`
-	Unit   string   `json:"unit"`
-	Rounds int      `json:"rounds"`
+	// OursSCTP is ours over SCTP (iwarp-perf --transport sctp) in the
+	// rows without CRC; absent elsewhere.
+	OursSCTP *float64 `json:"ours_sctp,omitempty"`
+	Unit     string   `json:"unit"`
+	Rounds   int      `json:"rounds"`
 }
 
 // transportRow tells the raw transport rows (raw SCTP beside raw TCP).
@@ -301,8 +304,8 @@ func rows(runs []benchRun) ([]Row, []error) {
 		size                  int
 	}
 	type entry struct {
-		row             Row
-		ours, siw, sctp []float64
+		row                       Row
+		ours, siw, sctp, oursSCTP []float64
 	}
 	tcp := map[string][]float64{} // topo/metric/size -> Gb/s or µs
 	byKey := map[key]*entry{}
@@ -340,14 +343,16 @@ func rows(runs []benchRun) ([]Row, []error) {
 			e.siw = append(e.siw, v)
 		case "sctp":
 			e.sctp = append(e.sctp, v)
+		case "ours-sctp":
+			e.oursSCTP = append(e.oursSCTP, v)
 		}
 	}
 	out := make([]Row, 0, len(order))
 	for _, k := range order {
 		e := byKey[k]
 		row := e.row
-		row.Ours, row.Siw = median(e.ours), median(e.siw)
-		row.Rounds = max(len(e.ours), len(e.siw), len(e.sctp))
+		row.Ours, row.Siw, row.OursSCTP = median(e.ours), median(e.siw), median(e.oursSCTP)
+		row.Rounds = max(len(e.ours), len(e.siw), len(e.sctp), len(e.oursSCTP))
 		row.TCP = median(tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)])
 		if row.transportRow() {
 			row.SCTP = median(e.sctp)
@@ -417,11 +422,14 @@ func table(rs []Row) string {
 	na := false
 	fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
 		"TOPO", "OP", "SIZE", "CRC", "KIND", "OURS", "SIW", "TCP", "OURS/SIW", "OURS/TCP", "UNIT")
-	var raw []Row
+	var raw, overSCTP []Row
 	for _, r := range rs {
 		if r.transportRow() {
 			raw = append(raw, r)
 			continue
+		}
+		if r.OursSCTP != nil {
+			overSCTP = append(overSCTP, r)
 		}
 		siw, oursSiw := figure(r.Siw), ratio(r.Ours, r.Siw)
 		if r.Siw == nil && !siwImplements(r.Op) {
@@ -433,6 +441,24 @@ func table(rs []Row) string {
 	}
 	if na {
 		b.WriteString("n/a: siw implements no RFC 7306 operation (atomic: FetchAdd)\n")
+	}
+	if len(overSCTP) > 0 {
+		// Raw SCTP at the same size and kind, where it was measured.
+		rawSCTP := map[string]*float64{}
+		for _, r := range raw {
+			rawSCTP[fmt.Sprint(r.Topo, "/", r.Metric, "/", r.Size)] = r.SCTP
+		}
+		fmt.Fprintf(&b, "\n%-9s %-6s %-5s %-4s %9s %9s %9s %9s %9s %s\n",
+			"TOPO", "OP", "SIZE", "KIND", "OURS/TCP", "OURS/SCTP", "RAW-SCTP", "SCTP/TCP", "OURS/RAW", "UNIT")
+		for _, r := range overSCTP {
+			rs := rawSCTP[fmt.Sprint(r.Topo, "/", r.Metric, "/", r.Size)]
+			if r.Metric == "lat" && wholeRoundTrip(r.Op) {
+				rs = nil // sctpping's half round trip is not a Read's
+			}
+			fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %9s %9s %9s %9s %9s %s\n",
+				r.Topo, r.Op, sizeText(r.Size), r.Metric, figure(r.Ours), figure(r.OursSCTP), figure(rs),
+				ratio(r.OursSCTP, r.Ours), ratio(r.OursSCTP, rs), r.Unit)
+		}
 	}
 	if len(raw) > 0 {
 		fmt.Fprintf(&b, "\n%-9s %-9s %-5s %-4s %9s %9s %9s %s\n",

@@ -453,3 +453,52 @@ func TestSctppingMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestOursSCTPRows: ours over SCTP joins ours over TCP's row (no CRC) and
+// gets a table of its own beside raw SCTP at the same size.
+func TestOursSCTPRows(t *testing.T) {
+	block := func(header, client string) string {
+		return "@@run " + header + "\n" + client + "@@server\n@@end rc=0\n"
+	}
+	bw := func(gbps string) string { return `{"role":"client","gbps":` + gbps + `}` + "\n" }
+	out := "@@topo veth\n" +
+		block("topo=veth impl=sctp op=sctp size=4096 crc=off metric=bw", `{"start": {}, "end": {"sum_received": {"bits_per_second": 0.5e9}}}`+"\n") +
+		block("topo=veth impl=ours-sctp op=write size=4096 crc=off metric=bw", bw("0.2")) +
+		block("topo=veth impl=ours-sctp op=write size=4096 crc=off metric=bw", bw("0.3")) +
+		block("topo=veth impl=ours op=write size=4096 crc=off metric=bw", bw("1.0")) +
+		block("topo=veth impl=ours op=write size=4096 crc=on metric=bw", bw("0.8")) +
+		block("topo=veth impl=ours-sctp op=read size=8 crc=off metric=lat", `{"role":"client","lat_us":{"p50":150}}`+"\n") +
+		"@@done\n"
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	var got []string
+	for _, r := range rs {
+		b, _ := json.Marshal(r)
+		got = append(got, string(b))
+	}
+	want := []string{
+		`{"topo":"veth","op":"write","size":4096,"crc":"off","metric":"bw","ours":1,"siw":null,"tcp":null,"ours_sctp":0.25,"unit":"Gb/s","rounds":2}`,
+		`{"topo":"veth","op":"write","size":4096,"crc":"on","metric":"bw","ours":0.8,"siw":null,"tcp":null,"unit":"Gb/s","rounds":1}`,
+		`{"topo":"veth","op":"sctp","size":4096,"crc":"off","metric":"bw","ours":null,"siw":null,"tcp":null,"sctp":0.5,"unit":"Gb/s","rounds":1}`,
+		`{"topo":"veth","op":"read","size":8,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":null,"ours_sctp":150,"unit":"us","rounds":1}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	tab := table(rs)
+	for _, l := range []string{
+		"TOPO      OP     SIZE  KIND  OURS/TCP OURS/SCTP  RAW-SCTP  SCTP/TCP  OURS/RAW UNIT",
+		"veth      write  4K    bw       1.000     0.250     0.500      0.25      0.50 Gb/s",
+		"veth      read   8     lat          -       150         -         -         - us",
+	} {
+		if !strings.Contains(tab, l+"\n") {
+			t.Errorf("no line %q in the table:\n%s", l, tab)
+		}
+	}
+}
