@@ -302,23 +302,17 @@ func TestLatencyRows(t *testing.T) {
 		got = append(got, strings.Join([]string{r.Topo, r.Op, strconv.Itoa(r.Size), r.CRC,
 			"ours=" + f(r.Ours), "siw=" + f(r.Siw), "tcp=" + f(r.TCP), "rounds=" + strconv.Itoa(r.Rounds)}, " "))
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameRows(t, got, want)
 
 	tab := table(rs)
-	for _, l := range []string{
+	tableHas(t, tab,
 		"veth      read   8     off  lat     50.000    55.300    48.800      0.90      1.02 us",
 		"veth      read   4K    on   lat        100       120    80.000      0.83      1.25 us",
 		"veth      atomic 8     off  lat     45.000       n/a    48.800       n/a      0.92 us",
 		"loopback  read   8     on   lat     52.000         -    50.000         -      1.04 us",
 		"loopback  atomic 8     on   lat     47.000       n/a    50.000       n/a      0.94 us",
 		"n/a: siw implements no RFC 7306 operation (atomic: FetchAdd)",
-	} {
-		if !strings.Contains(tab, l+"\n") {
-			t.Errorf("no line %q in the table:\n%s", l, tab)
-		}
-	}
+	)
 
 	// JSON: the same shape as every row, null where not measured.
 	b, err := json.Marshal(rs[6])
@@ -415,21 +409,15 @@ func TestSCTPRows(t *testing.T) {
 		`{"topo":"veth","op":"sctp","size":8,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":24.4,"sctp":30.5,"unit":"us","rounds":1}`,
 		`{"topo":"veth","op":"sctp","size":4096,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":40,"unit":"us","rounds":0}`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameRows(t, got, want)
 	tab := table(rs)
-	for _, l := range []string{
+	tableHas(t, tab,
 		"veth      write  8     off  lat     26.000         -    24.400         -      1.07 us",
 		"TOPO      TRANSPORT SIZE  KIND       TCP      SCTP  SCTP/TCP UNIT",
 		"veth      raw       4K    bw       2.000     0.500      0.25 Gb/s",
 		"veth      raw       8     lat     24.400    30.500      1.25 us",
 		"veth      raw       4K    lat     40.000         -         - us",
-	} {
-		if !strings.Contains(tab, l+"\n") {
-			t.Errorf("no line %q in the table:\n%s", l, tab)
-		}
-	}
+	)
 	if strings.Count(tab, "sctp") != 0 {
 		t.Errorf("a transport row in the main table:\n%s", tab)
 	}
@@ -488,15 +476,27 @@ func TestOursSCTPRows(t *testing.T) {
 		`{"topo":"veth","op":"sctp","size":4096,"crc":"off","metric":"bw","ours":null,"siw":null,"tcp":null,"sctp":0.5,"unit":"Gb/s","rounds":1}`,
 		`{"topo":"veth","op":"read","size":8,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":null,"ours_sctp":150,"unit":"us","rounds":1}`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameRows(t, got, want)
 	tab := table(rs)
-	for _, l := range []string{
+	tableHas(t, tab,
 		"TOPO      OP     SIZE  KIND  OURS/TCP OURS/SCTP  RAW-SCTP  SCTP/TCP  OURS/RAW UNIT",
 		"veth      write  4K    bw       1.000     0.250     0.500      0.25      0.50 Gb/s",
 		"veth      read   8     lat          -       150         -         -         - us",
-	} {
+	)
+}
+
+// sameRows fails the test unless the rows, one text each, are want.
+func sameRows(t *testing.T, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// tableHas fails the test for each of lines missing from the table tab.
+func tableHas(t *testing.T, tab string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
 		if !strings.Contains(tab, l+"\n") {
 			t.Errorf("no line %q in the table:\n%s", l, tab)
 		}
