@@ -107,10 +107,12 @@ type Stats struct {
 	CRCErrors uint64     `json:"crc_errors"` // FPDUs received with a bad CRC
 	TermSent  *Terminate `json:"term_sent"`  // the Terminate this side sent; nil if none
 	TermRcvd  *Terminate `json:"term_rcvd"`  // the Terminate the peer sent; nil if none
-	// Over SCTP: chunks that arrived ahead of the DDP-SSN frontier, and
-	// the farthest ahead one came (in DDP-SSNs); 0 over TCP.
-	RxOOO    uint64 `json:"rx_ooo"`
-	RxOOOMax uint32 `json:"rx_ooo_max"`
+	// Over SCTP: chunks that arrived ahead of the DDP-SSN frontier, the
+	// farthest ahead one came (in DDP-SSNs), and the segments among them
+	// placed on arrival (Writes, Read Responses, Sends); 0 over TCP.
+	RxOOO       uint64 `json:"rx_ooo"`
+	RxOOOMax    uint32 `json:"rx_ooo_max"`
+	RxOOOPlaced uint64 `json:"rx_ooo_placed"`
 }
 
 // Terminate is the (layer, error type, error code) of an RDMAP Terminate

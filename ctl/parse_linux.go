@@ -236,6 +236,8 @@ func parseStat(ad *netlink.AttributeDecoder, s *Stats) {
 		s.RxOOO = ad.Uint64()
 	case netlinkproto.AttrStatRXOooMax:
 		s.RxOOOMax = ad.Uint32()
+	case netlinkproto.AttrStatRXOooPlaced:
+		s.RxOOOPlaced = ad.Uint64()
 	}
 }
 

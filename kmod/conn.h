@@ -166,6 +166,7 @@ struct iwarp_conn_stats {
 	u32 term_rcvd;
 	u64 rx_ooo;		/* SCTP: chunks taken ahead of the frontier */
 	u32 rx_ooo_max;		/* SCTP: the farthest ahead, in DDP-SSNs */
+	u64 rx_ooo_placed;	/* SCTP: segments placed ahead of it */
 };
 
 struct iwarp_conn {

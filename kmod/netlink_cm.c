@@ -288,7 +288,9 @@ int iwarp_nl_put_stats(struct sk_buff *skb, const struct iwarp_conn_stats *st)
 	       nla_put_u32(skb, IWARP_A_STAT_TERM_RCVD, READ_ONCE(st->term_rcvd)) ||
 	       nla_put_u64_64bit(skb, IWARP_A_STAT_RX_OOO, READ_ONCE(st->rx_ooo),
 				 IWARP_A_UNSPEC) ||
-	       nla_put_u32(skb, IWARP_A_STAT_RX_OOO_MAX, READ_ONCE(st->rx_ooo_max));
+	       nla_put_u32(skb, IWARP_A_STAT_RX_OOO_MAX, READ_ONCE(st->rx_ooo_max)) ||
+	       nla_put_u64_64bit(skb, IWARP_A_STAT_RX_OOO_PLACED, READ_ONCE(st->rx_ooo_placed),
+				 IWARP_A_UNSPEC);
 }
 
 static u8 iwarp_rtr_attr(u8 rtr)

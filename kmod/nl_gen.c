@@ -473,6 +473,12 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -EINVAL;
 		}
 		return 0;
+	case IWARP_A_STAT_RX_OOO_PLACED:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_RX_OOO_PLACED: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 0;
 }

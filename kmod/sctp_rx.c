@@ -8,8 +8,11 @@
  *   rx.c (header checks, placement, message end) as an FPDU does over
  *   TCP, then every chunk that waited for it, in DDP-SSN order.
  * - Ahead of F: an RDMA Write is checked and placed at once (its end has
- *   no in-order action); anything else is kept, copied, until F reaches
- *   it. A session keeps at most IWARP_SCTP_KEEP_MAX octets so.
+ *   no in-order action). A Read Response inside the sink of a Read
+ *   outstanding, and a Send whose receive is posted, are placed at once
+ *   too, their headers kept for their checks and completions at F.
+ *   Anything else is kept, copied, until F reaches it. A session keeps at
+ *   most IWARP_SCTP_KEEP_MAX octets so.
  * - Before the session is in RTS (an Accept and data overtaking it, or
  *   data right after our Accept) every chunk is kept, F's too, and acted
  *   on once it is (iwarp_sctp_rx_start()).
@@ -34,12 +37,24 @@
 #include "sctp_rx.h"
 #include "sctp_session.h"
 
-/* A chunk kept until the frontier reaches it. */
+/*
+ * A chunk kept until the frontier reaches it: @have octets of its @len,
+ * all of them, or the header alone of a segment @placed when it came.
+ */
 struct iwarp_sctp_kept {
 	u32 ppid;
 	u16 func;
+	bool placed;
 	u32 len;
+	u32 have;
 	u8 data[];
+};
+
+/* What of a DDP segment's services iwarp_sctp_seg() runs. */
+enum iwarp_sctp_seg_mode {
+	IWARP_SCTP_WHOLE,	/* at F: header, placement, end */
+	IWARP_SCTP_PLACE,	/* an RDMA Write ahead of F: header, placement */
+	IWARP_SCTP_END,		/* at F, placed when it came: header, end */
 };
 
 int iwarp_sctp_rx_alloc(struct iwarp_conn *conn, u16 front)
@@ -85,41 +100,51 @@ bool iwarp_sctp_rx_start(struct iwarp_conn *conn)
 }
 
 /*
- * One DDP segment of @len octets (after its DDP-SSN) through the receive
- * services: header, placement and, unless it is a Write taken @ahead of
- * the frontier, its end. 0, or -EBADMSG once the QP failed.
+ * One DDP segment of @len octets (after its DDP-SSN), @have of them at @p
+ * (the header alone with IWARP_SCTP_END), through the receive services
+ * @mode names. 0, or -EBADMSG once the QP failed.
  */
-static int iwarp_sctp_seg(struct iwarp_conn *conn, const u8 *p, u32 len, bool ahead)
+static int iwarp_sctp_seg(struct iwarp_conn *conn, const u8 *p, u32 len, u32 have,
+			  enum iwarp_sctp_seg_mode mode)
 {
 	struct iwp_rx_ev ev = { .ulpdu_len = len };
 	struct iwp_term t;
 	u32 want, need, plen;
 
-	conn->stats.rx_fpdus++;
-	conn->stats.rx_bytes += IWP_SCTP_SSN_SIZE + len;
-	if (len < IWP_DDP_CTRL_SIZE)
+	if (mode != IWARP_SCTP_END) {
+		conn->stats.rx_fpdus++;
+		conn->stats.rx_bytes += IWP_SCTP_SSN_SIZE + len;
+	}
+	if (have < IWP_DDP_CTRL_SIZE)
 		return iwarp_rx_violation(conn, NULL, IWP_LAYER_DDP, IWP_DDP_ET_CATASTROPHIC,
 					  IWP_DDP_EC_CATASTROPHIC);
 	want = iwp_ddp_hdr_want(p[0], p[1], &need);
-	if (len < need) {
+	if (have < need) {
 		/* Shorter than its own header: let the validator name it. */
-		if (iwp_ddp_check(p, len, &t) == 0)
+		if (iwp_ddp_check(p, have, &t) == 0)
 			iwp_term_set(&t, IWP_LAYER_DDP, IWP_DDP_ET_CATASTROPHIC,
 				     IWP_DDP_EC_CATASTROPHIC);
 		return iwarp_rx_violation(conn, NULL, t.layer, t.etype, t.ecode);
 	}
 	/* Where a Terminate raised later finds the header (rx.c). */
-	ev.hdr_len = min3(len, want, (u32)IWP_RX_HDR_MAX);
+	ev.hdr_len = min3(have, want, (u32)IWP_RX_HDR_MAX);
 	memcpy(conn->mrx.hdr, p, ev.hdr_len);
 	ev.hdr = conn->mrx.hdr;
 	if (iwarp_rx_hdr(conn, &ev))
 		return -EBADMSG;
 	plen = conn->rmsg.payload_len;
-	if (plen && iwarp_rx_place(conn, 0, p + conn->rmsg.hdr_len, plen, len))
+	if (mode != IWARP_SCTP_END && plen &&
+	    iwarp_rx_place(conn, 0, p + conn->rmsg.hdr_len, plen, len))
 		return -EBADMSG;
-	if (ahead)
+	if (mode == IWARP_SCTP_PLACE)
 		return 0;
 	return iwarp_rx_end(conn, &ev);
+}
+
+/* A tagged segment was placed ahead of the frontier (rx_ooo_placed). */
+static void iwarp_sctp_placed_ahead(struct iwarp_conn *conn)
+{
+	WRITE_ONCE(conn->stats.rx_ooo_placed, conn->stats.rx_ooo_placed + 1);
 }
 
 /* Whether a segment is an RDMA Write: placed on arrival, in any order. */
@@ -130,9 +155,12 @@ static bool iwarp_sctp_is_write(const struct iwp_sctp_chunk *c)
 	       (c->data[1] & IWP_RDMAP_OPCODE) == IWP_OP_WRITE;
 }
 
-/* A chunk at the frontier, now or kept until it got there. */
+/*
+ * A chunk at the frontier, now or kept until it got there (@placed: a
+ * segment whose payload was placed when it came, @have octets of it here).
+ */
 static void iwarp_sctp_act(struct iwarp_assoc *a, struct iwarp_conn *conn,
-			   const struct iwp_sctp_chunk *c)
+			   const struct iwp_sctp_chunk *c, u32 have, bool placed)
 {
 	if (conn->srx->ended)
 		return;		/* after the peer's Terminate: nothing is */
@@ -146,7 +174,8 @@ static void iwarp_sctp_act(struct iwarp_assoc *a, struct iwarp_conn *conn,
 	/* The QP failed: what follows is discarded, as over TCP. */
 	if (conn->rx_bad || READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)
 		return;
-	iwarp_sctp_seg(conn, c->data, c->len, false);
+	iwarp_sctp_seg(conn, c->data, c->len, have,
+		       placed ? IWARP_SCTP_END : IWARP_SCTP_WHOLE);
 }
 
 /* What waited for the frontier, in DDP-SSN order. */
@@ -161,34 +190,38 @@ static void iwarp_sctp_drain(struct iwarp_assoc *a, struct iwarp_conn *conn)
 		if (!k)
 			continue;	/* a Write, placed when it came */
 		iwp_seq_record_done(&r->seq);
-		r->kept_bytes -= k->len + IWARP_SCTP_KEEP_COST;
+		r->kept_bytes -= k->have + IWARP_SCTP_KEEP_COST;
 		iwarp_sctp_act(a, conn, &(struct iwp_sctp_chunk){
 			.ppid = k->ppid,
 			.ssn = s,
 			.func = k->func,
 			.len = k->len,
-			.data = k->len ? k->data : NULL,
-		});
+			.data = k->have ? k->data : NULL,
+		}, k->have, k->placed);
 		kvfree(k);
 	}
 }
 
-static int iwarp_sctp_keep(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk *c)
+/* Keeps chunk @c, its first @have octets (all, unless it was @placed). */
+static int iwarp_sctp_keep(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk *c,
+			   u32 have, bool placed)
 {
-	u32 cost = c->len + IWARP_SCTP_KEEP_COST;
+	u32 cost = have + IWARP_SCTP_KEEP_COST;
 	struct iwarp_sctp_kept *k;
 	int err;
 
 	if (cost > IWARP_SCTP_KEEP_MAX - r->kept_bytes)
 		return -ENOBUFS;
-	k = kvmalloc(struct_size(k, data, c->len), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	k = kvmalloc(struct_size(k, data, have), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!k)
 		return -ENOMEM;
 	k->ppid = c->ppid;
 	k->func = c->func;
+	k->placed = placed;
 	k->len = c->len;
-	if (c->len)
-		memcpy(k->data, c->data, c->len);
+	k->have = have;
+	if (have)
+		memcpy(k->data, c->data, have);
 	err = xa_err(xa_store(&r->kept, c->ssn, k, GFP_KERNEL_ACCOUNT));
 	if (err) {
 		kvfree(k);
@@ -212,7 +245,7 @@ static void iwarp_sctp_rx_term_now(struct iwarp_assoc *a, struct iwarp_conn *con
 	r->term_kept = false;
 	if (!k)
 		return;
-	r->kept_bytes -= k->len + IWARP_SCTP_KEEP_COST;
+	r->kept_bytes -= k->have + IWARP_SCTP_KEEP_COST;
 	iwp_seq_record_done(&r->seq);
 	iwarp_sctp_ctl_rx(a, conn->sid, &(struct iwp_sctp_chunk){
 		.ppid = k->ppid,
@@ -220,6 +253,29 @@ static void iwarp_sctp_rx_term_now(struct iwarp_assoc *a, struct iwarp_conn *con
 		.func = k->func,
 	});
 	kvfree(k);
+}
+
+/*
+ * A Read Response or Send ahead of the frontier, its header checked:
+ * placed now if it can be (iwarp_rx_resp_ahead(), iwarp_rx_send_ahead());
+ * then only its header, *@have octets, waits for F.
+ */
+static bool iwarp_sctp_place_ahead(struct iwarp_conn *conn, const struct iwp_sctp_chunk *c,
+				   u32 *have)
+{
+	struct iwp_ddp_msg m;
+
+	if (c->ppid != IWP_SCTP_PPID_SEGMENT ||
+	    READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS ||
+	    iwp_ddp_decode(c->data, c->len, &m, NULL))
+		return false;
+	if (!(m.tagged ? iwarp_rx_resp_ahead(conn, &m) : iwarp_rx_send_ahead(conn, &m)))
+		return false;
+	conn->stats.rx_fpdus++;
+	conn->stats.rx_bytes += IWP_SCTP_SSN_SIZE + c->len;
+	iwarp_sctp_placed_ahead(conn);
+	*have = m.hdr_len;
+	return true;
 }
 
 /* The session ends over a chunk that breaks the rules (or no memory). */
@@ -256,8 +312,9 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 {
 	struct iwarp_sctp_rx *r = conn->srx;
 	enum iwp_seq_verdict v;
+	bool keep, placed;
 	struct iwp_term t;
-	bool keep;
+	u32 have;
 
 	lockdep_assert_held(&a->rx_mutex);
 	if (!r) {
@@ -296,7 +353,7 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 	case IWP_SEQ_FRONT:
 		if (r->hold)
 			break;
-		iwarp_sctp_act(a, conn, c);
+		iwarp_sctp_act(a, conn, c, c->len, false);
 		iwarp_sctp_drain(a, conn);
 		return;
 	case IWP_SEQ_AHEAD:
@@ -306,7 +363,8 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 			/* Checked and placed now; nothing waits for F. */
 			if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)
 				return;
-			iwarp_sctp_seg(conn, c->data, c->len, true);
+			if (!iwarp_sctp_seg(conn, c->data, c->len, c->len, IWARP_SCTP_PLACE))
+				iwarp_sctp_placed_ahead(conn);
 			return;
 		}
 		break;
@@ -322,7 +380,9 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 		iwarp_sctp_rx_fail_seg(conn, c, &t);
 		return;
 	}
-	if (iwarp_sctp_keep(r, c)) {
+	have = c->len;
+	placed = !r->hold && iwarp_sctp_place_ahead(conn, c, &have);
+	if (iwarp_sctp_keep(r, c, have, placed)) {
 		pr_debug("cm %u: %u octets kept ahead of DDP-SSN %u: no more\n", conn->id,
 			 r->kept_bytes, r->seq.front);
 		iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_LOCAL);

@@ -395,6 +395,9 @@ enum iwarp_qp_state {
  *   until their turn). Read only.
  * @IWARP_A_STAT_RX_OOO_MAX: u32. SCTP session - the largest distance in
  *   DDP-SSNs a chunk arrived ahead of the frontier. Read only.
+ * @IWARP_A_STAT_RX_OOO_PLACED: u64. SCTP session - DDP segments (RDMA Writes,
+ *   Read Responses, Sends) placed as they arrived ahead of the DDP-SSN
+ *   frontier, their completions left for the frontier. Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -460,6 +463,7 @@ enum iwarp_attr {
 	IWARP_A_CM_SCTP_STREAM = 60,
 	IWARP_A_STAT_RX_OOO = 61,
 	IWARP_A_STAT_RX_OOO_MAX = 62,
+	IWARP_A_STAT_RX_OOO_PLACED = 63,
 
 	__IWARP_A_MAX,
 };
@@ -700,7 +704,8 @@ enum iwarp_attr {
  *   IWARP_A_QP_SQ_ENTRIES, IWARP_A_QP_RQ_ENTRIES, IWARP_A_QP_STATE,
  *   IWARP_A_STAT_TX_BYTES, IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS,
  *   IWARP_A_STAT_RX_FPDUS, IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT,
- *   IWARP_A_STAT_TERM_RCVD, IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX
+ *   IWARP_A_STAT_TERM_RCVD, IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX,
+ *   IWARP_A_STAT_RX_OOO_PLACED
  */
 /*
  * IWARP_CMD_LISTEN
@@ -826,7 +831,7 @@ enum iwarp_attr {
  *   IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS, IWARP_A_STAT_RX_FPDUS,
  *   IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT, IWARP_A_STAT_TERM_RCVD,
  *   IWARP_A_CM_TRANSPORT, IWARP_A_CM_SCTP_ASSOC, IWARP_A_CM_SCTP_STREAM,
- *   IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX
+ *   IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX, IWARP_A_STAT_RX_OOO_PLACED
  */
 
 /* Notifications (multicast group "events"):

@@ -43,7 +43,7 @@ peer_port (null for listeners), flags (list of "crc", "markers-tx",
 "markers-rx", "p2p", "enhanced", "rfc7306"), mpa_rev (null before negotiation), rtr
 ("write", "read", "send"; null without p2p), ird, ord, and the counters
 of iwarpctl stats: tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
-term_sent, term_rcvd, rx_ooo, rx_ooo_max.`,
+term_sent, term_rcvd, rx_ooo, rx_ooo_max, rx_ooo_placed.`,
 		func(c client) error {
 			cms, err := c.CMs()
 			if err != nil {
@@ -309,9 +309,11 @@ object with the numbers layer, etype, ecode and the text name - sent and
 rcvd). "qps": objects with the keys pid, comm, ctx, qp, state, cm (null
 without a connection), local_addr, local_port, peer_addr, peer_port (null
 without a connection), tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
-term_sent and term_rcvd (null, or a Terminate object as above), rx_ooo and
-rx_ooo_max: over SCTP, the DDP segments that arrived ahead of the DDP-SSN
-frontier and the farthest ahead one came (0 over TCP).`,
+term_sent and term_rcvd (null, or a Terminate object as above), rx_ooo,
+rx_ooo_max and rx_ooo_placed: over SCTP, the DDP segments that arrived
+ahead of the DDP-SSN frontier, the farthest ahead one came, and the RDMA
+Writes, Read Responses and Sends among them placed as they came (0 over
+TCP).`,
 		show)
 	return cmd
 }

@@ -307,12 +307,7 @@ func TestSCTPCapture(t *testing.T) {
 	// The veths leave SCTP's CRC32c to the "device", and pass packets
 	// of more than one MTU whose CRC32c the segmentation would fill in:
 	// both off, every packet's CRC32c is checked in the capture too.
-	for _, d := range [][2]string{{tp.A, "va"}, {tp.B, "vb"}} {
-		if out, err := runIn(t, d[0], 20*time.Second, "ethtool", "-K", d[1], "tx-checksum-sctp", "off",
-			"tx-sctp-segmentation", "off"); err != nil {
-			t.Fatalf("ethtool -K %s: %v: %s", d[1], err, out)
-		}
-	}
+	sctpNoOffload(t, tp)
 	a, b := newRdmaEnd(t, tp.A, 1<<20, rdmaAccess), newRdmaEnd(t, tp.B, 1<<20, rdmaAccess)
 	capt := startCaptureOf(t, tp.B, "vb", "sctp")
 	connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}})
