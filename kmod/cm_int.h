@@ -79,9 +79,23 @@ struct sockaddr_storage;
  * (refused with the peer's private data) or UNREACHABLE, then closed.
  */
 void iwarp_cm_dial_failed(struct iwarp_conn *conn, int err);
-/* A listener with its socket set: bind, listen, hook, publish (or close). */
-int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr, u32 backlog,
-			 u32 *id, struct netlink_ext_ack *extack);
+/*
+ * More local addresses a listener binds (SCTP only): @n of @alen octets
+ * each, network order, back to back.
+ */
+struct iwarp_laddrs {
+	const u8 *addrs;
+	u32 n;
+	u32 alen;
+};
+
+/*
+ * A listener with its socket set: bind (to @more's addresses too, if
+ * any), listen, hook, publish (or close).
+ */
+int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr,
+			 const struct iwarp_laddrs *more, u32 backlog, u32 *id,
+			 struct netlink_ext_ack *extack);
 void iwarp_cm_kick(struct iwarp_conn *conn);
 void iwarp_cm_listener_closed(struct iwarp_conn *lsn);
 

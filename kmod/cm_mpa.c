@@ -37,6 +37,7 @@
 #include "cm.h"
 #include "cm_int.h"
 #include "sctp_session.h"
+#include "sctp_sock.h"
 #include "xport.h"
 #include "conn.h"
 #include "ctx.h"
@@ -982,8 +983,9 @@ int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_
  * socket's queue for the accept work queued last. On failure the listener
  * is closed.
  */
-int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr, u32 backlog,
-			 u32 *id, struct netlink_ext_ack *extack)
+int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr,
+			 const struct iwarp_laddrs *more, u32 backlog, u32 *id,
+			 struct netlink_ext_ack *extack)
 {
 	int alen = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 						 sizeof(struct sockaddr_in);
@@ -997,6 +999,14 @@ int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr, 
 		else
 			NL_SET_ERR_MSG(extack, "IWARP_A_CM_ADDR: cannot bind to this address");
 		goto fail;
+	}
+	if (more && more->n) {
+		err = iwarp_sctp_bind_more(lsn->sock, more->addrs, more->n, more->alen);
+		if (err) {
+			NL_SET_ERR_MSG(extack,
+				       "IWARP_A_CM_SCTP_LADDRS: cannot bind these addresses (each must be this host's, once, not IWARP_A_CM_ADDR)");
+			goto fail;
+		}
 	}
 	err = kernel_listen(lsn->sock, backlog);
 	if (err)
@@ -1039,7 +1049,7 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 		iwarp_conn_close(lsn, true);
 		return err;
 	}
-	return iwarp_cm_listen_sock(lsn, addr, backlog, id, extack);
+	return iwarp_cm_listen_sock(lsn, addr, NULL, backlog, id, extack);
 }
 
 int iwarp_cm_listen_close(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)

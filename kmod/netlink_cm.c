@@ -9,6 +9,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <net/genetlink.h>
+#include <net/ipv6.h>
 #include <net/sock.h>
 
 #include "cm.h"
@@ -143,8 +144,57 @@ static int iwarp_nl_cm_params(struct genl_info *info, struct iwarp_cm_params *p)
 	return iwarp_nl_cm_transport(info, p);
 }
 
+/*
+ * IWARP_A_CM_SCTP_LADDRS of an SCTP listen, checked: whole addresses of
+ * @family's, 1 to IWARP_SCTP_LADDRS_MAX, none unspecified or multicast.
+ */
+static int iwarp_nl_laddrs(struct genl_info *info, const struct iwarp_cm_params *p, int family,
+			   struct iwarp_laddrs *more)
+{
+	const struct nlattr *a = info->attrs[IWARP_A_CM_SCTP_LADDRS];
+	u32 alen = family == AF_INET6 ? sizeof(struct in6_addr) : sizeof(struct in_addr);
+	const u8 *d;
+	u32 i;
+
+	memset(more, 0, sizeof(*more));
+	if (!a)
+		return 0;
+	if (p->transport != IWARP_TRANSPORT_SCTP) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a,
+				    "IWARP_A_CM_SCTP_LADDRS: applies to SCTP (IWARP_A_CM_TRANSPORT sctp) only");
+		return -EINVAL;
+	}
+	if (!nla_len(a) || nla_len(a) % alen || nla_len(a) / alen > IWARP_SCTP_LADDRS_MAX) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a,
+				    "IWARP_A_CM_SCTP_LADDRS: 1 to 8 addresses of IWARP_A_CM_ADDR's family (4 or 16 bytes each)");
+		return -EINVAL;
+	}
+	d = nla_data(a);
+	for (i = 0; i < nla_len(a) / alen; i++) {
+		const u8 *x = d + i * alen;
+		bool bad;
+
+		if (alen == sizeof(struct in6_addr))
+			bad = ipv6_addr_any((const struct in6_addr *)x) ||
+			      ipv6_addr_is_multicast((const struct in6_addr *)x);
+		else
+			bad = !memchr_inv(x, 0, alen) || ipv4_is_multicast(*(const __be32 *)x) ||
+			      ipv4_is_lbcast(*(const __be32 *)x);
+		if (bad) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a,
+					    "IWARP_A_CM_SCTP_LADDRS: an unspecified, multicast or broadcast address");
+			return -EINVAL;
+		}
+	}
+	more->addrs = d;
+	more->n = nla_len(a) / alen;
+	more->alen = alen;
+	return 0;
+}
+
 int iwarp_nl_listen_doit(struct sk_buff *skb, struct genl_info *info)
 {
+	struct iwarp_laddrs more;
 	struct sockaddr_storage ss;
 	struct iwarp_ctx *ctx;
 	u32 backlog = IWARP_CM_BACKLOG_DEFAULT, id;
@@ -166,11 +216,14 @@ int iwarp_nl_listen_doit(struct sk_buff *skb, struct genl_info *info)
 	if (err)
 		return err;
 	iwarp_nl_sockaddr(info, &ss);
+	err = iwarp_nl_laddrs(info, &p, ss.ss_family, &more);
+	if (err)
+		return err;
 	ctx = iwarp_nl_cm_ctx(info);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	if (p.transport == IWARP_TRANSPORT_SCTP)
-		err = iwarp_sctp_listen(ctx, &ss, backlog,
+		err = iwarp_sctp_listen(ctx, &ss, &more, backlog,
 					p.sctp_streams ?: IWARP_SCTP_STREAMS_DEFAULT, &id,
 					info->extack);
 	else

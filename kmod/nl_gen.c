@@ -479,6 +479,12 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -EINVAL;
 		}
 		return 0;
+	case IWARP_A_CM_SCTP_LADDRS:
+		if (nla_len(nla) > 128) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_SCTP_LADDRS: longer than 128 bytes");
+			return -EMSGSIZE;
+		}
+		return 0;
 	}
 	return 0;
 }
@@ -573,6 +579,7 @@ static const struct nla_policy iwarp_listen_policy[IWARP_A_MAX + 1] = {
 	[IWARP_A_CM_BACKLOG] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_CM_TRANSPORT] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_CM_SCTP_STREAMS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_SCTP_LADDRS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 };
 
 static const struct nla_policy iwarp_listen_close_policy[IWARP_A_MAX + 1] = {

@@ -85,8 +85,9 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	struct iwarp_rqe *rqe = &conn->rqe;
 	/* Entries the application posted; pairs with its release store of head. */
 	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
-	u32 i, total = 0;
+	u64 total = 0;
 	int err;
+	u32 i;
 
 	if (head == conn->rq_next || head - READ_ONCE(qp->rq.ctrl->tail) > qp->rq.entries)
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
@@ -97,7 +98,7 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	conn->rq_rcvd = 0;
 	if (rqe->num_sge > IWARP_RQE_MAX_SGE)
 		goto bad;
-	/* Checked now, and again for each copy (iwarp_rx_rqe_place()). */
+	/* Checked now, and again for each copy (iwarp_rx_rqe_copy()). */
 	for (i = 0; i < rqe->num_sge; i++) {
 		const struct iwarp_sge *sge = &rqe->sge[i];
 
@@ -107,7 +108,8 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 				   sge->length))
 			goto bad;
 	}
-	conn->rqe_len = total;
+	/* A message is at most U32_MAX octets (MO is 32 bits): the rest is never reached. */
+	conn->rqe_len = min_t(u64, total, U32_MAX);
 	return 0;
 bad:
 	/*
@@ -232,13 +234,17 @@ bool iwarp_rx_resp_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
 {
 	const struct iwarp_orq_ent *o;
 	unsigned long flags;
-	struct iwp_term t;
 	bool found = false;
 	u64 off;
 	u32 i;
 
 	if (m->opcode != IWP_OP_READ_RESP || !m->payload_len)
 		return false;
+	/*
+	 * Placed under the lock a flush takes too: the Read is either still
+	 * outstanding when its sink is written, or flushed and not written
+	 * (as for an atomic's result).
+	 */
 	spin_lock_irqsave(&conn->lock, flags);
 	for (i = conn->orq_head; i != conn->orq_tail; i++) {
 		o = &conn->orq[i % conn->ord];
@@ -250,12 +256,11 @@ bool iwarp_rx_resp_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
 			break;
 		}
 	}
+	/* The STag's validity, PD, rights and bounds are checked by the copy. */
+	found = found && !iwarp_mr_xfer(m->stag, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE,
+					m->to, (void *)m->payload, m->payload_len, true);
 	spin_unlock_irqrestore(&conn->lock, flags);
-	if (!found || iwarp_rx_stag_bad(conn, m, IWARP_MR_ACCESS_F_LOCAL_WRITE,
-					m->payload_len, &t))
-		return false;
-	return !iwarp_mr_xfer(m->stag, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, m->to,
-			      (void *)m->payload, m->payload_len, true);
+	return found;
 }
 
 bool iwarp_rx_send_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
@@ -291,8 +296,16 @@ bool iwarp_rx_send_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
 	}
 	if (rqe->num_sge > IWARP_RQE_MAX_SGE)
 		return false;
-	for (i = 0; i < rqe->num_sge; i++)
-		total += rqe->sge[i].length;
+	/* Every buffer checked first, as the frontier's take will: none is written else. */
+	for (i = 0; i < rqe->num_sge; i++) {
+		const struct iwarp_sge *sge = &rqe->sge[i];
+
+		if (sge->length &&
+		    iwarp_mr_check(sge->lkey, qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, sge->addr,
+				   sge->length))
+			return false;
+		total += sge->length;
+	}
 	if ((u64)m->mo + m->payload_len > total)
 		return false;
 	return !iwarp_rx_rqe_copy(conn, rqe, m->mo, m->payload, m->payload_len);

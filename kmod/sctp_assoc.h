@@ -46,6 +46,8 @@ struct sock;
 
 #define IWARP_SCTP_STREAMS_DEFAULT	16
 #define IWARP_SCTP_STREAMS_MAX		1024
+/* More local addresses a listener may bind (IWARP_A_CM_SCTP_LADDRS). */
+#define IWARP_SCTP_LADDRS_MAX		8
 #define IWARP_SCTP_ASSOC_IDLE_MS	10000
 
 enum iwarp_assoc_state {

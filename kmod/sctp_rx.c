@@ -141,10 +141,12 @@ static int iwarp_sctp_seg(struct iwarp_conn *conn, const u8 *p, u32 len, u32 hav
 	return iwarp_rx_end(conn, &ev);
 }
 
-/* A tagged segment was placed ahead of the frontier (rx_ooo_placed). */
-static void iwarp_sctp_placed_ahead(struct iwarp_conn *conn)
+/* A segment of @len octets was placed ahead of the frontier (rx_ooo_placed). */
+static void iwarp_sctp_placed_ahead(struct iwarp_conn *conn, u32 len)
 {
 	WRITE_ONCE(conn->stats.rx_ooo_placed, conn->stats.rx_ooo_placed + 1);
+	conn->stats.rx_fpdus++;
+	conn->stats.rx_bytes += IWP_SCTP_SSN_SIZE + len;
 }
 
 /* Whether a segment is an RDMA Write: placed on arrival, in any order. */
@@ -271,9 +273,6 @@ static bool iwarp_sctp_place_ahead(struct iwarp_conn *conn, const struct iwp_sct
 		return false;
 	if (!(m.tagged ? iwarp_rx_resp_ahead(conn, &m) : iwarp_rx_send_ahead(conn, &m)))
 		return false;
-	conn->stats.rx_fpdus++;
-	conn->stats.rx_bytes += IWP_SCTP_SSN_SIZE + c->len;
-	iwarp_sctp_placed_ahead(conn);
 	*have = m.hdr_len;
 	return true;
 }
@@ -363,8 +362,10 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 			/* Checked and placed now; nothing waits for F. */
 			if (READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)
 				return;
-			if (!iwarp_sctp_seg(conn, c->data, c->len, c->len, IWARP_SCTP_PLACE))
-				iwarp_sctp_placed_ahead(conn);
+			if (!iwarp_sctp_seg(conn, c->data, c->len, c->len, IWARP_SCTP_PLACE) &&
+			    conn->rx_target == IWARP_RXT_MR)
+				WRITE_ONCE(conn->stats.rx_ooo_placed,
+					   conn->stats.rx_ooo_placed + 1);
 			return;
 		}
 		break;
@@ -387,7 +388,10 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 			 r->kept_bytes, r->seq.front);
 		iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_LOCAL);
 		iwarp_sctp_rx_fail(conn, &t);
+		return;
 	}
+	if (placed)
+		iwarp_sctp_placed_ahead(conn, c->len);
 }
 
 void iwarp_sctp_rx_resume(struct iwarp_assoc *a, struct iwarp_conn *conn)

@@ -740,8 +740,9 @@ static bool iwarp_addr_any(const struct sockaddr_storage *ss)
 	return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
 }
 
-int iwarp_sctp_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
-		      u16 streams, u32 *id, struct netlink_ext_ack *extack)
+int iwarp_sctp_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr,
+		      const struct iwarp_laddrs *more, u32 backlog, u16 streams, u32 *id,
+		      struct netlink_ext_ack *extack)
 {
 	struct iwarp_cm_params none = {};
 	struct iwarp_conn *lsn;
@@ -769,7 +770,7 @@ int iwarp_sctp_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 
 	spin_lock_bh(&lsn->lock);
 	lsn->sock = sock;
 	spin_unlock_bh(&lsn->lock);
-	return iwarp_cm_listen_sock(lsn, addr, backlog, id, extack);
+	return iwarp_cm_listen_sock(lsn, addr, more, backlog, id, extack);
 fail:
 	iwarp_conn_close(lsn, true);
 	return err;

@@ -11,9 +11,15 @@ struct iwarp_ctx;
 struct netlink_ext_ack;
 struct sockaddr_storage;
 
-/* An SCTP listener on @addr: its id; *addr gets the bound port. */
-int iwarp_sctp_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
-		      u16 streams, u32 *id, struct netlink_ext_ack *extack);
+struct iwarp_laddrs;
+
+/*
+ * An SCTP listener on @addr and the addresses of @more (may be NULL): its
+ * id; *addr gets the bound port.
+ */
+int iwarp_sctp_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr,
+		      const struct iwarp_laddrs *more, u32 backlog, u16 streams, u32 *id,
+		      struct netlink_ext_ack *extack);
 /* A listener's cm_work: the associations accept() has. */
 void iwarp_sctp_accept_work(struct iwarp_conn *lsn);
 /* An active session's cm_work: association, stream, Initiate, answer. */

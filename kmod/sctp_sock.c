@@ -144,6 +144,36 @@ int iwarp_sctp_sender_dry(struct socket *sock, bool on)
 	return iwarp_sctp_setopt(sock, SCTP_EVENT, &ev, sizeof(ev));
 }
 
+int iwarp_sctp_bind_more(struct socket *sock, const u8 *addrs, u32 n, u32 alen)
+{
+	bool v6 = alen == sizeof(struct in6_addr);
+	size_t one = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	u8 *buf;
+	u32 i;
+	int err;
+
+	buf = kcalloc(n, one, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		/* Port 0: the port the socket is bound to. */
+		if (v6) {
+			struct sockaddr_in6 *s6 = (void *)(buf + i * one);
+
+			s6->sin6_family = AF_INET6;
+			memcpy(&s6->sin6_addr, addrs + i * alen, alen);
+		} else {
+			struct sockaddr_in *s4 = (void *)(buf + i * one);
+
+			s4->sin_family = AF_INET;
+			memcpy(&s4->sin_addr, addrs + i * alen, alen);
+		}
+	}
+	err = iwarp_sctp_setopt(sock, SCTP_SOCKOPT_BINDX_ADD, buf, n * one);
+	kfree(buf);
+	return err;
+}
+
 int iwarp_sctp_sock_new(struct net *net, int family, u16 streams, struct socket **res)
 {
 	struct socket *sock;

@@ -23,6 +23,12 @@ extern unsigned int iwarp_sctp_sndbuf, iwarp_sctp_rcvbuf;
  */
 int iwarp_sctp_sock_new(struct net *net, int family, u16 streams,
 			struct socket **res);
+/*
+ * Binds @n more addresses of @sock's family (@alen octets each, network
+ * order, back to back at @addrs) beside the one it is bound to, on its
+ * port (SCTP_SOCKOPT_BINDX_ADD): further paths of its associations.
+ */
+int iwarp_sctp_bind_more(struct socket *sock, const u8 *addrs, u32 n, u32 alen);
 /* The same options on a socket accept() returned. */
 int iwarp_sctp_sock_opts(struct socket *sock, u16 streams);
 

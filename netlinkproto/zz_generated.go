@@ -110,7 +110,8 @@ const (
 	AttrStatRXOoo       uint16 = 61 // IWARP_A_STAT_RX_OOO
 	AttrStatRXOooMax    uint16 = 62 // IWARP_A_STAT_RX_OOO_MAX
 	AttrStatRXOooPlaced uint16 = 63 // IWARP_A_STAT_RX_OOO_PLACED
-	AttrMax             uint16 = 63
+	AttrCMSctpLaddrs    uint16 = 64 // IWARP_A_CM_SCTP_LADDRS
+	AttrMax             uint16 = 64
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -280,6 +281,7 @@ var AttrNames = map[uint16]string{
 	61: "IWARP_A_STAT_RX_OOO",
 	62: "IWARP_A_STAT_RX_OOO_MAX",
 	63: "IWARP_A_STAT_RX_OOO_PLACED",
+	64: "IWARP_A_CM_SCTP_LADDRS",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -369,6 +371,7 @@ var CNames = map[string]uint64{
 	"IWARP_A_STAT_RX_OOO":                  61,
 	"IWARP_A_STAT_RX_OOO_MAX":              62,
 	"IWARP_A_STAT_RX_OOO_PLACED":           63,
+	"IWARP_A_CM_SCTP_LADDRS":               64,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,

@@ -398,6 +398,11 @@ enum iwarp_qp_state {
  * @IWARP_A_STAT_RX_OOO_PLACED: u64. SCTP session - DDP segments (RDMA Writes,
  *   Read Responses, Sends) placed as they arrived ahead of the DDP-SSN
  *   frontier, their completions left for the frontier. Read only.
+ * @IWARP_A_CM_SCTP_LADDRS: binary, at most 128 bytes. SCTP listen - more local
+ *   addresses the listener binds beside IWARP_A_CM_ADDR, 1 to 8 of its family
+ *   back to back (4 or 16 bytes each, network order), none unspecified or
+ *   multicast. Its associations offer them to the peer as further paths
+ *   (multihoming, RFC 5043 7.2).
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -464,6 +469,7 @@ enum iwarp_attr {
 	IWARP_A_STAT_RX_OOO = 61,
 	IWARP_A_STAT_RX_OOO_MAX = 62,
 	IWARP_A_STAT_RX_OOO_PLACED = 63,
+	IWARP_A_CM_SCTP_LADDRS = 64,
 
 	__IWARP_A_MAX,
 };
@@ -722,6 +728,7 @@ enum iwarp_attr {
  *   Request, optional: IWARP_A_CM_BACKLOG (u32)
  *   Request, optional: IWARP_A_CM_TRANSPORT (u8)
  *   Request, optional: IWARP_A_CM_SCTP_STREAMS (u32)
+ *   Request, optional: IWARP_A_CM_SCTP_LADDRS (binary, at most 128 bytes)
  * Reply: IWARP_A_CM_ID, IWARP_A_CM_ADDR, IWARP_A_CM_PORT
  * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
  * Error EINVAL - IWARP_A_CM_BACKLOG is not 1 to 1024

@@ -96,13 +96,41 @@ type SCTPParams struct {
 	// NewAssociation makes a Dial set up an association of its own
 	// rather than share one of the context's to the same peer.
 	NewAssociation bool
+	// LocalAddrs (ListenSCTP only) are more addresses of this host, of
+	// the listen address's family, that the listener binds: its
+	// associations offer them to the peer as further paths, which SCTP
+	// fails over to when one goes (multihoming, RFC 5043 7.2). At most
+	// MaxSCTPLocalAddrs. A Dial binds no address: SCTP offers the peer
+	// every address of this host.
+	LocalAddrs []netip.Addr
 }
+
+// MaxSCTPLocalAddrs is the most SCTPParams.LocalAddrs a listener takes.
+const MaxSCTPLocalAddrs = 8
 
 func (s *SCTPParams) validate(op string) error {
 	if s.Streams < 0 || s.Streams > MaxSCTPStreams {
 		return fmt.Errorf("%s: %d SCTP streams, must be 1 to %d (0: 16): %w", op, s.Streams, MaxSCTPStreams, syscall.EINVAL)
 	}
+	if len(s.LocalAddrs) > MaxSCTPLocalAddrs {
+		return fmt.Errorf("%s: %d more local addresses, at most %d: %w", op, len(s.LocalAddrs), MaxSCTPLocalAddrs, syscall.EINVAL)
+	}
 	return nil
+}
+
+// localAddrs encodes LocalAddrs for IWARP_A_CM_SCTP_LADDRS: each of the
+// family of listen address a, neither unspecified nor multicast.
+func (s *SCTPParams) localAddrs(op string, a netip.Addr) ([]byte, error) {
+	var b []byte
+	for _, l := range s.LocalAddrs {
+		l = l.Unmap()
+		if l.Is4() != a.Is4() || l.IsUnspecified() || l.IsMulticast() || l == a {
+			return nil, fmt.Errorf("%s: local address %v: must be a unicast address of %v's family other than it: %w",
+				op, l, a, syscall.EINVAL)
+		}
+		b = append(b, l.AsSlice()...)
+	}
+	return b, nil
 }
 
 // validate checks p before anything is sent; active says Dial.
@@ -122,6 +150,9 @@ func (p *ConnParams) validate(op string, active bool) error {
 		}
 		if err := p.SCTP.validate(op); err != nil {
 			return err
+		}
+		if len(p.SCTP.LocalAddrs) > 0 {
+			return bad("SCTP.LocalAddrs applies to ListenSCTP only")
 		}
 		if m := p.MPA; m != nil && (*m != MPAParams{RFC7306: m.RFC7306}) {
 			return bad("over SCTP MPA may set RFC7306 only (no MPA runs)")
@@ -248,7 +279,7 @@ func (c *Context) Listen(addr netip.AddrPort, backlog int) (*Listener, error) {
 // endpoint binds the addresses it uses; RFC 5043 7.2); port 0 picks a free
 // port. backlog bounds the requests waiting for Accept and the
 // associations of the listener; p (may be nil) sets the streams of the
-// associations it accepts. Each Initiate that arrives becomes a
+// associations it accepts and more addresses it binds (p.LocalAddrs). Each Initiate that arrives becomes a
 // ConnRequest. A kernel without SCTP fails with syscall.EPROTONOSUPPORT.
 func (c *Context) ListenSCTP(addr netip.AddrPort, backlog int, p *SCTPParams) (*Listener, error) {
 	if p == nil {
@@ -271,6 +302,12 @@ func (c *Context) listen(op string, addr netip.AddrPort, backlog int, sp *SCTPPa
 	if backlog < 0 || backlog > MaxBacklog {
 		return nil, fmt.Errorf("%s: backlog %d: must be 1 to %d (0: default): %w", op, backlog, MaxBacklog, syscall.EINVAL)
 	}
+	var more []byte
+	if sp != nil {
+		if more, err = sp.localAddrs(op, a); err != nil {
+			return nil, err
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	msgs, err := c.request(op, netlinkproto.CmdListen, 0, func(ae *netlink.AttributeEncoder) {
@@ -283,6 +320,9 @@ func (c *Context) listen(op string, addr netip.AddrPort, backlog int, sp *SCTPPa
 			ae.Uint8(netlinkproto.AttrCMTransport, uint8(netlinkproto.TransportSctp))
 			if sp.Streams > 0 {
 				ae.Uint32(netlinkproto.AttrCMSctpStreams, uint32(sp.Streams))
+			}
+			if len(more) > 0 {
+				ae.Bytes(netlinkproto.AttrCMSctpLaddrs, more)
 			}
 		}
 	})

@@ -61,6 +61,7 @@ type config struct {
 	server  bool
 	host    string        // client: the server's address or name
 	bind    netip.Addr    // server: address to listen on
+	more    []netip.Addr  // server over SCTP: more addresses it binds
 	port    uint16        // the server's port
 	test    testType      // write, read or send
 	lat     bool          // ping-pong latency instead of bandwidth
@@ -221,8 +222,20 @@ func buildConfig(f *rawFlags, args []string) (*config, error) {
 		if c.crc != nil || c.markers != nil {
 			return nil, fmt.Errorf("--crc and --markers are client options: the server follows its link's MPA policy")
 		}
-		if c.bind, err = netip.ParseAddr(f.bind); err != nil {
-			return nil, fmt.Errorf("-B %q: not an IP address", f.bind)
+		addrs := strings.Split(f.bind, ",")
+		if len(addrs) > 1 && !c.sctp {
+			return nil, fmt.Errorf("-B %q: more than one address is for --transport sctp (multihoming)", f.bind)
+		}
+		for i, s := range addrs {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("-B %q: %q is not an IP address", f.bind, s)
+			}
+			if i == 0 {
+				c.bind = a
+			} else {
+				c.more = append(c.more, a)
+			}
 		}
 		if c.sctp && c.bind.IsUnspecified() {
 			return nil, fmt.Errorf("--transport sctp: give -B an address of this host (an SCTP listener binds one)")

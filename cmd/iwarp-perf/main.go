@@ -116,7 +116,7 @@ value is in range (with --lat: exactly the iteration's).`,
 	fl.StringVar(&f.transport, "transport", "tcp", "tcp (MPA) or sctp (DDP over SCTP, RFC 5043); both sides alike")
 	fl.BoolVar(&f.verify, "verify", false, "check every octet transferred")
 	fl.BoolVarP(&f.json, "json", "j", false, "print one JSON object")
-	fl.StringVarP(&f.bind, "bind", "B", defaultBind, "server: address to listen on")
+	fl.StringVarP(&f.bind, "bind", "B", defaultBind, "server: address to listen on (over SCTP a comma-separated list: the association's paths)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "limit for the whole run, e.g. 30s (0: none)")
 	fl.BoolVar(&f.perftest, "perftest", false, "speak perftest's -R protocol (ib_write_bw... as the peer)")
 	fl.BoolVar(&f.reportGbits, "report_gbits", false, "perftest: report bandwidth to the peer in Gb/s, as its --report_gbits")

@@ -32,7 +32,8 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 	// covers a whole run, however slowly this loop answers.
 	var l *userlib.Listener
 	if cfg.sctp {
-		l, err = c.ListenSCTP(netip.AddrPortFrom(cfg.bind, cfg.port), userlib.MaxBacklog, nil)
+		l, err = c.ListenSCTP(netip.AddrPortFrom(cfg.bind, cfg.port), userlib.MaxBacklog,
+			&userlib.SCTPParams{LocalAddrs: cfg.more})
 	} else {
 		l, err = c.Listen(netip.AddrPortFrom(cfg.bind, cfg.port), userlib.MaxBacklog)
 	}
