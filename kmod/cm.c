@@ -725,6 +725,14 @@ int iwarp_conn_queues(struct iwarp_conn *conn)
 	conn->sq_sent = conn->sq_next;
 	conn->sq_cqi = conn->sq_next;
 	conn->rq_next = READ_ONCE(qp->rq.ctrl->tail);
+	/* DDP-12, RDMAP-9, RDMAP-EXT-19: every queue's MSNs start at 1, either transport. */
+	conn->msn_send = 1;
+	conn->msn_rreq = 1;
+	conn->rq_msn = 1;
+	conn->rreq_msn = 1;
+	conn->term_msn = 1;
+	conn->msn_aresp = 1;
+	conn->aresp_msn = 1;
 	return 0;
 }
 
@@ -759,13 +767,6 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	lock_sock(sk);
 	conn->mulpdu = iwp_mulpdu(tcp_sk(sk)->mss_cache, conn->res.markers_tx);
 	release_sock(sk);
-	conn->msn_send = 1;
-	conn->msn_rreq = 1;
-	conn->rq_msn = 1;
-	conn->rreq_msn = 1;
-	conn->term_msn = 1;
-	conn->msn_aresp = 1;
-	conn->aresp_msn = 1;
 	if (conn->res.p2p) {
 		if (conn->kind == IWARP_CM_KIND_ACTIVE)
 			conn->rtr_pending = true;

@@ -364,8 +364,8 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort);
  */
 int iwarp_conn_start_fpdu(struct iwarp_conn *conn);
 /*
- * The engines' queues (SQ shadow, ORQ, IRQ; conn->ord and ird set) and
- * the rings' positions, as the connection comes up.
+ * The engines' queues (SQ shadow, ORQ, IRQ; conn->ord and ird set), the
+ * rings' positions and the MSNs, as the connection comes up.
  */
 int iwarp_conn_queues(struct iwarp_conn *conn);
 

@@ -290,6 +290,20 @@ static void iwarp_sctp_rx_fail(struct iwarp_conn *conn, const struct iwp_term *t
 		iwarp_rx_violation(conn, NULL, t->layer, t->etype, t->ecode);
 }
 
+void iwarp_sctp_rx_violation(struct iwarp_conn *conn)
+{
+	struct iwp_term t;
+
+	lockdep_assert_held(&conn->assoc->rx_mutex);
+	if (!conn->srx) {
+		cmpxchg(&conn->tcp_err, 0, EPROTO);
+		iwarp_cm_close_async(conn);
+		return;
+	}
+	iwp_sctp_violation(&t);
+	iwarp_sctp_rx_fail(conn, &t);
+}
+
 /* The same for a segment whose header is bad: the Terminate carries it. */
 static void iwarp_sctp_rx_fail_seg(struct iwarp_conn *conn, const struct iwp_sctp_chunk *c,
 				   const struct iwp_term *t)

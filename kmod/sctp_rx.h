@@ -67,6 +67,13 @@ static inline bool iwarp_sctp_rx_term_seen(const struct iwarp_sctp_rx *r)
 	return r && (r->term_kept || r->ended);
 }
 
+/*
+ * rx_work: a chunk on @conn's stream breaks the adaptation layer (a PPID
+ * not DDP's, a control chunk malformed or out of sequence; SCTP-8..10,
+ * SCTP-15): an open session's QP fails with the Terminate LLP/0/0x05, then
+ * the Session Terminate follows (docs/SCTP.md 2.6); one not open just ends.
+ */
+void iwarp_sctp_rx_violation(struct iwarp_conn *conn);
 /* rx_work: a session that was started acts on what it kept. */
 void iwarp_sctp_rx_resume(struct iwarp_assoc *a, struct iwarp_conn *conn);
 

@@ -660,10 +660,16 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 		iwarp_cm_close_async(conn);
 		return;
 	}
-	if (close) {
-		cmpxchg(&conn->tcp_err, 0, EPROTO);
-		iwarp_cm_close_async(conn);
-	}
+	if (close)
+		iwarp_sctp_rx_violation(conn);
+}
+
+/* An Initiate on free stream @sid refused: Terminate with DDP-SSN 0 (SCTP-18). */
+static void iwarp_sctp_refuse(struct iwarp_assoc *a, u16 sid)
+{
+	a->slots[sid].term_owed = true;
+	a->slots[sid].term_ssn = 0;
+	a->rx_requests = true;
 }
 
 void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r,
@@ -686,15 +692,28 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 	if (iwp_sctp_parse(r->ppid, buf, len, &c, &err)) {
 		pr_debug("assoc %u stream %u: chunk rejected (%d)\n", a->id, r->sid, c.why);
 		if (conn) {
-			cmpxchg(&conn->tcp_err, 0, EPROTO);
-			iwarp_cm_close_async(conn);
+			iwarp_sctp_rx_violation(conn);
+		} else if (c.ppid == IWP_SCTP_PPID_CONTROL && c.func == IWP_SCTP_INITIATE &&
+			   a->slots[r->sid].state == IWARP_SLOT_FREE) {
+			/* An Initiate we cannot take (private data too long): SCTP-18. */
+			iwarp_sctp_refuse(a, r->sid);
 		} else {
 			a->rx_dropped++;
 		}
 		return;
 	}
 	if (c.ppid == IWP_SCTP_PPID_SEGMENT) {
-		if (!conn) {
+		if (!conn && a->slots[r->sid].state == IWARP_SLOT_INITIATE_RCVD) {
+			/*
+			 * Data before our Accept (SCTP-16), even before the
+			 * request was raised: the Initiate is refused, no
+			 * request raised.
+			 */
+			kfree(a->slots[r->sid].pd);
+			a->slots[r->sid].pd = NULL;
+			a->slots[r->sid].state = IWARP_SLOT_FREE;
+			iwarp_sctp_refuse(a, r->sid);
+		} else if (!conn) {
 			a->rx_dropped++;	/* no session: a closed one's late chunk */
 		} else if (a->slots[r->sid].state == IWARP_SLOT_INITIATE_RCVD) {
 			/* Data before our Accept (SCTP-16): nothing is kept for it. */
