@@ -113,6 +113,9 @@ type Stats struct {
 	RxOOO       uint64 `json:"rx_ooo"`
 	RxOOOMax    uint32 `json:"rx_ooo_max"`
 	RxOOOPlaced uint64 `json:"rx_ooo_placed"`
+	// Over SCTP: octets the session holds for chunks ahead of the
+	// frontier (each charged 64 more; at most 4 MiB); 0 over TCP.
+	RxKept uint32 `json:"rx_kept"`
 }
 
 // Terminate is the (layer, error type, error code) of an RDMAP Terminate

@@ -238,6 +238,8 @@ func parseStat(ad *netlink.AttributeDecoder, s *Stats) {
 		s.RxOOOMax = ad.Uint32()
 	case netlinkproto.AttrStatRXOooPlaced:
 		s.RxOOOPlaced = ad.Uint64()
+	case netlinkproto.AttrStatRXKept:
+		s.RxKept = ad.Uint32()
 	}
 }
 

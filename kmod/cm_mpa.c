@@ -1002,7 +1002,10 @@ int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr,
 	}
 	if (more && more->n) {
 		err = iwarp_sctp_bind_more(lsn->sock, more->addrs, more->n, more->alen);
-		if (err) {
+		if (err == -EADDRINUSE) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_CM_SCTP_LADDRS: the port is in use on one of these addresses");
+			goto fail;
+		} else if (err) {
 			NL_SET_ERR_MSG(extack,
 				       "IWARP_A_CM_SCTP_LADDRS: cannot bind these addresses (each must be this host's, once, not IWARP_A_CM_ADDR)");
 			goto fail;

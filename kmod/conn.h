@@ -167,6 +167,7 @@ struct iwarp_conn_stats {
 	u64 rx_ooo;		/* SCTP: chunks taken ahead of the frontier */
 	u32 rx_ooo_max;		/* SCTP: the farthest ahead, in DDP-SSNs */
 	u64 rx_ooo_placed;	/* SCTP: segments placed ahead of it */
+	u32 rx_kept;		/* SCTP: octets held ahead of it, charged */
 };
 
 struct iwarp_conn {

@@ -174,15 +174,19 @@ static int iwarp_nl_laddrs(struct genl_info *info, const struct iwarp_cm_params 
 		const u8 *x = d + i * alen;
 		bool bad;
 
-		if (alen == sizeof(struct in6_addr))
-			bad = ipv6_addr_any((const struct in6_addr *)x) ||
-			      ipv6_addr_is_multicast((const struct in6_addr *)x);
-		else
+		if (alen == sizeof(struct in6_addr)) {
+			const struct in6_addr *a6 = (const struct in6_addr *)x;
+
+			/* v4-mapped: maybe the IPv4 wildcard; link-local: needs a scope. */
+			bad = ipv6_addr_any(a6) || ipv6_addr_is_multicast(a6) ||
+			      ipv6_addr_v4mapped(a6) || (ipv6_addr_type(a6) & IPV6_ADDR_LINKLOCAL);
+		} else {
 			bad = !memchr_inv(x, 0, alen) || ipv4_is_multicast(*(const __be32 *)x) ||
 			      ipv4_is_lbcast(*(const __be32 *)x);
+		}
 		if (bad) {
 			NL_SET_ERR_MSG_ATTR(info->extack, a,
-					    "IWARP_A_CM_SCTP_LADDRS: an unspecified, multicast or broadcast address");
+					    "IWARP_A_CM_SCTP_LADDRS: an unspecified, multicast, broadcast, v4-mapped or link-local address");
 			return -EINVAL;
 		}
 	}
@@ -343,7 +347,8 @@ int iwarp_nl_put_stats(struct sk_buff *skb, const struct iwarp_conn_stats *st)
 				 IWARP_A_UNSPEC) ||
 	       nla_put_u32(skb, IWARP_A_STAT_RX_OOO_MAX, READ_ONCE(st->rx_ooo_max)) ||
 	       nla_put_u64_64bit(skb, IWARP_A_STAT_RX_OOO_PLACED, READ_ONCE(st->rx_ooo_placed),
-				 IWARP_A_UNSPEC);
+				 IWARP_A_UNSPEC) ||
+	       nla_put_u32(skb, IWARP_A_STAT_RX_KEPT, READ_ONCE(st->rx_kept));
 }
 
 static u8 iwarp_rtr_attr(u8 rtr)

@@ -485,6 +485,12 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -EMSGSIZE;
 		}
 		return 0;
+	case IWARP_A_STAT_RX_KEPT:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_RX_KEPT: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 0;
 }

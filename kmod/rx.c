@@ -256,7 +256,10 @@ bool iwarp_rx_resp_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
 			break;
 		}
 	}
-	/* The STag's validity, PD, rights and bounds are checked by the copy. */
+	/*
+	 * The STag's validity, PD, rights and bounds are checked by the copy,
+	 * one chunk (at most 64 KiB) with interrupts off, as for atomics.
+	 */
 	found = found && !iwarp_mr_xfer(m->stag, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE,
 					m->to, (void *)m->payload, m->payload_len, true);
 	spin_unlock_irqrestore(&conn->lock, flags);

@@ -81,6 +81,7 @@ void iwarp_sctp_rx_free(struct iwarp_conn *conn)
 	if (!r)
 		return;
 	conn->srx = NULL;
+	WRITE_ONCE(conn->stats.rx_kept, 0);
 	xa_for_each(&r->kept, i, k)
 		kvfree(k);
 	xa_destroy(&r->kept);
@@ -180,6 +181,13 @@ static void iwarp_sctp_act(struct iwarp_assoc *a, struct iwarp_conn *conn,
 		       placed ? IWARP_SCTP_END : IWARP_SCTP_WHOLE);
 }
 
+/* Kept chunk @k leaves the session's account (rx_kept). */
+static void iwarp_sctp_kept_sub(struct iwarp_conn *conn, const struct iwarp_sctp_kept *k)
+{
+	conn->srx->kept_bytes -= k->have + IWARP_SCTP_KEEP_COST;
+	WRITE_ONCE(conn->stats.rx_kept, conn->srx->kept_bytes);
+}
+
 /* What waited for the frontier, in DDP-SSN order. */
 static void iwarp_sctp_drain(struct iwarp_assoc *a, struct iwarp_conn *conn)
 {
@@ -192,7 +200,7 @@ static void iwarp_sctp_drain(struct iwarp_assoc *a, struct iwarp_conn *conn)
 		if (!k)
 			continue;	/* a Write, placed when it came */
 		iwp_seq_record_done(&r->seq);
-		r->kept_bytes -= k->have + IWARP_SCTP_KEEP_COST;
+		iwarp_sctp_kept_sub(conn, k);
 		iwarp_sctp_act(a, conn, &(struct iwp_sctp_chunk){
 			.ppid = k->ppid,
 			.ssn = s,
@@ -205,9 +213,10 @@ static void iwarp_sctp_drain(struct iwarp_assoc *a, struct iwarp_conn *conn)
 }
 
 /* Keeps chunk @c, its first @have octets (all, unless it was @placed). */
-static int iwarp_sctp_keep(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk *c,
+static int iwarp_sctp_keep(struct iwarp_conn *conn, const struct iwp_sctp_chunk *c,
 			   u32 have, bool placed)
 {
+	struct iwarp_sctp_rx *r = conn->srx;
 	u32 cost = have + IWARP_SCTP_KEEP_COST;
 	struct iwarp_sctp_kept *k;
 	int err;
@@ -230,6 +239,7 @@ static int iwarp_sctp_keep(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk 
 		return err;
 	}
 	r->kept_bytes += cost;
+	WRITE_ONCE(conn->stats.rx_kept, r->kept_bytes);
 	if (c->ppid == IWP_SCTP_PPID_CONTROL) {
 		r->term_kept = true;
 		r->term_ssn = c->ssn;
@@ -247,7 +257,7 @@ static void iwarp_sctp_rx_term_now(struct iwarp_assoc *a, struct iwarp_conn *con
 	r->term_kept = false;
 	if (!k)
 		return;
-	r->kept_bytes -= k->have + IWARP_SCTP_KEEP_COST;
+	iwarp_sctp_kept_sub(conn, k);
 	iwp_seq_record_done(&r->seq);
 	iwarp_sctp_ctl_rx(a, conn->sid, &(struct iwp_sctp_chunk){
 		.ppid = k->ppid,
@@ -295,7 +305,9 @@ void iwarp_sctp_rx_violation(struct iwarp_conn *conn)
 	struct iwp_term t;
 
 	lockdep_assert_held(&conn->assoc->rx_mutex);
-	if (!conn->srx) {
+	/* Not open, or its QP failed already: no Terminate to send, it ends. */
+	if (!conn->srx || conn->rx_bad || !conn->qp ||
+	    (!conn->srx->hold && READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)) {
 		cmpxchg(&conn->tcp_err, 0, EPROTO);
 		iwarp_cm_close_async(conn);
 		return;
@@ -397,7 +409,7 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 	}
 	have = c->len;
 	placed = !r->hold && iwarp_sctp_place_ahead(conn, c, &have);
-	if (iwarp_sctp_keep(r, c, have, placed)) {
+	if (iwarp_sctp_keep(conn, c, have, placed)) {
 		pr_debug("cm %u: %u octets kept ahead of DDP-SSN %u: no more\n", conn->id,
 			 r->kept_bytes, r->seq.front);
 		iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_CATASTROPHIC, IWP_RDMAP_EC_LOCAL);

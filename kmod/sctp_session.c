@@ -565,7 +565,8 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 
 	switch (c->func) {
 	case IWP_SCTP_INITIATE:
-		if (c->ssn || s->state != IWARP_SLOT_FREE || a->active) {
+		/* A Terminate still owed on the stream makes it busy too. */
+		if (c->ssn || s->state != IWARP_SLOT_FREE || a->active || s->term_owed) {
 			/* Ours to initiate, or the stream is busy. */
 			if (conn) {
 				close = true;
@@ -754,8 +755,12 @@ void iwarp_sctp_policy(struct iwarp_conn *conn, const struct iwarp_cm_params *p)
 
 static bool iwarp_addr_any(const struct sockaddr_storage *ss)
 {
-	if (ss->ss_family == AF_INET6)
-		return ipv6_addr_any(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		/* ::ffff:0.0.0.0 binds the IPv4 wildcard. */
+		return ipv6_addr_any(a6) || (ipv6_addr_v4mapped(a6) && !a6->s6_addr32[3]);
+	}
 	return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
 }
 

@@ -111,7 +111,8 @@ const (
 	AttrStatRXOooMax    uint16 = 62 // IWARP_A_STAT_RX_OOO_MAX
 	AttrStatRXOooPlaced uint16 = 63 // IWARP_A_STAT_RX_OOO_PLACED
 	AttrCMSctpLaddrs    uint16 = 64 // IWARP_A_CM_SCTP_LADDRS
-	AttrMax             uint16 = 64
+	AttrStatRXKept      uint16 = 65 // IWARP_A_STAT_RX_KEPT
+	AttrMax             uint16 = 65
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -282,6 +283,7 @@ var AttrNames = map[uint16]string{
 	62: "IWARP_A_STAT_RX_OOO_MAX",
 	63: "IWARP_A_STAT_RX_OOO_PLACED",
 	64: "IWARP_A_CM_SCTP_LADDRS",
+	65: "IWARP_A_STAT_RX_KEPT",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -372,6 +374,7 @@ var CNames = map[string]uint64{
 	"IWARP_A_STAT_RX_OOO_MAX":              62,
 	"IWARP_A_STAT_RX_OOO_PLACED":           63,
 	"IWARP_A_CM_SCTP_LADDRS":               64,
+	"IWARP_A_STAT_RX_KEPT":                 65,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,

@@ -403,6 +403,10 @@ enum iwarp_qp_state {
  *   back to back (4 or 16 bytes each, network order), none unspecified or
  *   multicast. Its associations offer them to the peer as further paths
  *   (multihoming, RFC 5043 7.2).
+ * @IWARP_A_STAT_RX_KEPT: u32. SCTP session - octets it holds for chunks that
+ *   arrived ahead of the DDP-SSN frontier (copies, and headers of segments
+ *   placed early), each charged 64 more; at most 4 MiB, beyond which the
+ *   session fails. Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -470,6 +474,7 @@ enum iwarp_attr {
 	IWARP_A_STAT_RX_OOO_MAX = 62,
 	IWARP_A_STAT_RX_OOO_PLACED = 63,
 	IWARP_A_CM_SCTP_LADDRS = 64,
+	IWARP_A_STAT_RX_KEPT = 65,
 
 	__IWARP_A_MAX,
 };
@@ -711,7 +716,7 @@ enum iwarp_attr {
  *   IWARP_A_STAT_TX_BYTES, IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS,
  *   IWARP_A_STAT_RX_FPDUS, IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT,
  *   IWARP_A_STAT_TERM_RCVD, IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX,
- *   IWARP_A_STAT_RX_OOO_PLACED
+ *   IWARP_A_STAT_RX_OOO_PLACED, IWARP_A_STAT_RX_KEPT
  */
 /*
  * IWARP_CMD_LISTEN
@@ -838,7 +843,8 @@ enum iwarp_attr {
  *   IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS, IWARP_A_STAT_RX_FPDUS,
  *   IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT, IWARP_A_STAT_TERM_RCVD,
  *   IWARP_A_CM_TRANSPORT, IWARP_A_CM_SCTP_ASSOC, IWARP_A_CM_SCTP_STREAM,
- *   IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX, IWARP_A_STAT_RX_OOO_PLACED
+ *   IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX, IWARP_A_STAT_RX_OOO_PLACED,
+ *   IWARP_A_STAT_RX_KEPT
  */
 
 /* Notifications (multicast group "events"):

@@ -43,7 +43,7 @@ peer_port (null for listeners), flags (list of "crc", "markers-tx",
 "markers-rx", "p2p", "enhanced", "rfc7306"), mpa_rev (null before negotiation), rtr
 ("write", "read", "send"; null without p2p), ird, ord, and the counters
 of iwarpctl stats: tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
-term_sent, term_rcvd, rx_ooo, rx_ooo_max, rx_ooo_placed.`,
+term_sent, term_rcvd, rx_ooo, rx_ooo_max, rx_ooo_placed, rx_kept.`,
 		func(c client) error {
 			cms, err := c.CMs()
 			if err != nil {
@@ -312,7 +312,8 @@ without a connection), tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
 term_sent and term_rcvd (null, or a Terminate object as above), rx_ooo,
 rx_ooo_max and rx_ooo_placed: over SCTP, the DDP segments that arrived
 ahead of the DDP-SSN frontier, the farthest ahead one came, and the RDMA
-Writes, Read Responses and Sends among them placed as they came (0 over
+Writes, Read Responses and Sends among them placed as they came, and
+rx_kept, the octets held for them now (each charged 64 more; 0 over
 TCP).`,
 		show)
 	return cmd
