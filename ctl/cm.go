@@ -30,25 +30,36 @@ type CM struct {
 	RTR    RTR            // ready-to-receive message, with ConnP2P
 	IRD    uint32         // negotiated inbound RDMA Read depth
 	ORD    uint32         // negotiated outbound RDMA Read depth
+	// SCTP is set for a listener or session over SCTP (RFC 5043).
+	SCTP *SCTPSession
 	Stats
+}
+
+// SCTPSession places a session over SCTP: its association (unique while
+// the module is loaded; 0 for a listener) and stream.
+type SCTPSession struct {
+	Assoc  uint32 `json:"assoc"`
+	Stream uint16 `json:"stream"`
 }
 
 // cmJSON is the JSON form of a CM.
 type cmJSON struct {
 	Owner
-	ID        uint32      `json:"id"`
-	Kind      CMKind      `json:"kind"`
-	State     CMState     `json:"state"`
-	QP        *uint32     `json:"qp"`
-	LocalAddr *netip.Addr `json:"local_addr"`
-	LocalPort *uint16     `json:"local_port"`
-	PeerAddr  *netip.Addr `json:"peer_addr"`
-	PeerPort  *uint16     `json:"peer_port"`
-	Flags     ConnFlags   `json:"flags"`
-	MPARev    *uint8      `json:"mpa_rev"`
-	RTR       *RTR        `json:"rtr"`
-	IRD       uint32      `json:"ird"`
-	ORD       uint32      `json:"ord"`
+	ID        uint32       `json:"id"`
+	Kind      CMKind       `json:"kind"`
+	State     CMState      `json:"state"`
+	QP        *uint32      `json:"qp"`
+	LocalAddr *netip.Addr  `json:"local_addr"`
+	LocalPort *uint16      `json:"local_port"`
+	PeerAddr  *netip.Addr  `json:"peer_addr"`
+	PeerPort  *uint16      `json:"peer_port"`
+	Flags     ConnFlags    `json:"flags"`
+	MPARev    *uint8       `json:"mpa_rev"`
+	RTR       *RTR         `json:"rtr"`
+	IRD       uint32       `json:"ird"`
+	ORD       uint32       `json:"ord"`
+	Transport string       `json:"transport"`
+	SCTP      *SCTPSession `json:"sctp"`
 	Stats
 }
 
@@ -63,11 +74,15 @@ func addrPortJSON(ap netip.AddrPort) (*netip.Addr, *uint16) {
 // MarshalJSON encodes the object with the stable keys pid, comm, ctx, id,
 // kind, state (names), qp (null if none), local_addr, local_port, peer_addr,
 // peer_port (null for listeners), flags (list of names), mpa_rev (null
-// before negotiation), rtr (name, null without p2p), ird, ord and the keys
+// before negotiation), rtr (name, null without p2p), ird, ord, transport
+// ("tcp" or "sctp"), sctp (assoc and stream; null over TCP) and the keys
 // of Stats.
 func (c CM) MarshalJSON() ([]byte, error) {
 	v := cmJSON{Owner: c.Owner, ID: c.ID, Kind: c.Kind, State: c.State, Flags: c.Flags,
-		IRD: c.IRD, ORD: c.ORD, Stats: c.Stats}
+		IRD: c.IRD, ORD: c.ORD, Transport: "tcp", SCTP: c.SCTP, Stats: c.Stats}
+	if c.SCTP != nil {
+		v.Transport = "sctp"
+	}
 	if c.QP != 0 {
 		v.QP = &c.QP
 	}
@@ -92,6 +107,15 @@ type Stats struct {
 	CRCErrors uint64     `json:"crc_errors"` // FPDUs received with a bad CRC
 	TermSent  *Terminate `json:"term_sent"`  // the Terminate this side sent; nil if none
 	TermRcvd  *Terminate `json:"term_rcvd"`  // the Terminate the peer sent; nil if none
+	// Over SCTP: chunks that arrived ahead of the DDP-SSN frontier, the
+	// farthest ahead one came (in DDP-SSNs), and the segments among them
+	// placed on arrival (Writes, Read Responses, Sends); 0 over TCP.
+	RxOOO       uint64 `json:"rx_ooo"`
+	RxOOOMax    uint32 `json:"rx_ooo_max"`
+	RxOOOPlaced uint64 `json:"rx_ooo_placed"`
+	// Over SCTP: octets the session holds for chunks ahead of the
+	// frontier (each charged 64 more; at most 4 MiB); 0 over TCP.
+	RxKept uint32 `json:"rx_kept"`
 }
 
 // Terminate is the (layer, error type, error code) of an RDMAP Terminate
@@ -203,6 +227,7 @@ const (
 	ConnP2P       = ConnFlags(netlinkproto.ConnFP2P)       // RFC 6581 peer-to-peer mode (see CM.RTR)
 	ConnEnhanced  = ConnFlags(netlinkproto.ConnFEnhanced)  // RFC 6581 enhanced connection setup
 	ConnRFC7306   = ConnFlags(netlinkproto.ConnFRFC7306)   // RFC 7306 operations on
+	ConnSCTP      = ConnFlags(netlinkproto.ConnFSctp)      // a DDP session over SCTP (RFC 5043)
 )
 
 var connFlagNames = []struct {
@@ -211,6 +236,7 @@ var connFlagNames = []struct {
 }{
 	{ConnCRC, "crc"}, {ConnMarkersTx, "markers-tx"}, {ConnMarkersRx, "markers-rx"},
 	{ConnP2P, "p2p"}, {ConnEnhanced, "enhanced"}, {ConnRFC7306, "rfc7306"},
+	{ConnSCTP, "sctp"},
 }
 
 // Names lists the set flags by name; unknown bits appear as hex.

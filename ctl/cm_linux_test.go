@@ -48,6 +48,10 @@ func cmAttrs(ae *netlink.AttributeEncoder, cm CM, reason EventReason) {
 		ae.Uint64(netlinkproto.AttrStatCRCErrors, cm.CRCErrors)
 		ae.Uint32(netlinkproto.AttrStatTermSent, encodeTerm(cm.TermSent))
 		ae.Uint32(netlinkproto.AttrStatTermRcvd, encodeTerm(cm.TermRcvd))
+		ae.Uint64(netlinkproto.AttrStatRXOoo, cm.RxOOO)
+		ae.Uint32(netlinkproto.AttrStatRXOooMax, cm.RxOOOMax)
+		ae.Uint64(netlinkproto.AttrStatRXOooPlaced, cm.RxOOOPlaced)
+		ae.Uint32(netlinkproto.AttrStatRXKept, cm.RxKept)
 	}
 	if reason != 0 {
 		ae.Uint32(netlinkproto.AttrEventReason, uint32(reason))
@@ -70,7 +74,7 @@ var testCMs = []CM{
 		Local: netip.MustParseAddrPort("192.0.2.1:4791"), Peer: netip.MustParseAddrPort("192.0.2.2:40000"),
 		Flags: ConnCRC | ConnMarkersRx | ConnP2P | ConnEnhanced, MPARev: 2, RTR: RTRRead, IRD: 16, ORD: 8,
 		Stats: Stats{TxBytes: 100, RxBytes: 200, TxFPDUs: 3, RxFPDUs: 4, CRCErrors: 1,
-			TermSent: &Terminate{Layer: 1, EType: 2, ECode: 1}}},
+			TermSent: &Terminate{Layer: 1, EType: 2, ECode: 1}, RxOOO: 5, RxOOOMax: 3, RxOOOPlaced: 2, RxKept: 4200}},
 	// An IPv6 request not accepted yet: no QP, no counters yet.
 	{Owner: Owner{PID: 0, Comm: "hidden", Ctx: 2}, ID: 3, Kind: CMPassive, State: CMMPAWaitAccept,
 		Local: netip.MustParseAddrPort("[2001:db8::1]:4791"), Peer: netip.MustParseAddrPort("[2001:db8::2]:50000"),
@@ -96,13 +100,13 @@ func TestCMsDump(t *testing.T) {
 	for i, want := range []string{
 		`{"pid":10,"comm":"srv","ctx":1,"id":1,"kind":"listener","state":"listen","qp":null,` +
 			`"local_addr":"::","local_port":4791,"peer_addr":null,"peer_port":null,"flags":[],"mpa_rev":null,` +
-			`"rtr":null,"ird":0,"ord":0,"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,` +
-			`"term_sent":null,"term_rcvd":null}`,
+			`"rtr":null,"ird":0,"ord":0,"transport":"tcp","sctp":null,"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,` +
+			`"term_sent":null,"term_rcvd":null,"rx_ooo":0,"rx_ooo_max":0,"rx_ooo_placed":0,"rx_kept":0}`,
 		`{"pid":10,"comm":"srv","ctx":1,"id":2,"kind":"passive","state":"established","qp":7,` +
 			`"local_addr":"192.0.2.1","local_port":4791,"peer_addr":"192.0.2.2","peer_port":40000,` +
-			`"flags":["crc","markers-rx","p2p","enhanced"],"mpa_rev":2,"rtr":"read","ird":16,"ord":8,` +
+			`"flags":["crc","markers-rx","p2p","enhanced"],"mpa_rev":2,"rtr":"read","ird":16,"ord":8,"transport":"tcp","sctp":null,` +
 			`"tx_bytes":100,"rx_bytes":200,"tx_fpdus":3,"rx_fpdus":4,"crc_errors":1,` +
-			`"term_sent":{"layer":1,"etype":2,"ecode":1,"name":"ddp/untagged-buffer/invalid-qn"},"term_rcvd":null}`,
+			`"term_sent":{"layer":1,"etype":2,"ecode":1,"name":"ddp/untagged-buffer/invalid-qn"},"term_rcvd":null,"rx_ooo":5,"rx_ooo_max":3,"rx_ooo_placed":2,"rx_kept":4200}`,
 	} {
 		b, err := json.Marshal(got[i])
 		if err != nil || string(b) != want {

@@ -232,6 +232,14 @@ func parseStat(ad *netlink.AttributeDecoder, s *Stats) {
 		s.TermSent = decodeTerminate(ad.Uint32())
 	case netlinkproto.AttrStatTermRcvd:
 		s.TermRcvd = decodeTerminate(ad.Uint32())
+	case netlinkproto.AttrStatRXOoo:
+		s.RxOOO = ad.Uint64()
+	case netlinkproto.AttrStatRXOooMax:
+		s.RxOOOMax = ad.Uint32()
+	case netlinkproto.AttrStatRXOooPlaced:
+		s.RxOOOPlaced = ad.Uint64()
+	case netlinkproto.AttrStatRXKept:
+		s.RxKept = ad.Uint32()
 	}
 }
 
@@ -285,6 +293,20 @@ func parseCMAttrs(b []byte) (CM, EventReason, error) {
 			cm.IRD = ad.Uint32()
 		case netlinkproto.AttrLinkORD:
 			cm.ORD = ad.Uint32()
+		case netlinkproto.AttrCMTransport:
+			if ad.Uint8() == uint8(netlinkproto.TransportSctp) && cm.SCTP == nil {
+				cm.SCTP = &SCTPSession{}
+			}
+		case netlinkproto.AttrCMSctpAssoc:
+			if cm.SCTP == nil {
+				cm.SCTP = &SCTPSession{}
+			}
+			cm.SCTP.Assoc = ad.Uint32()
+		case netlinkproto.AttrCMSctpStream:
+			if cm.SCTP == nil {
+				cm.SCTP = &SCTPSession{}
+			}
+			cm.SCTP.Stream = ad.Uint16()
 		case netlinkproto.AttrEventReason:
 			reason = EventReason(ad.Uint32())
 		default:

@@ -136,7 +136,7 @@ func TestQPsDump(t *testing.T) {
 	b, _ := json.Marshal(got[0])
 	if s := `{"pid":9,"comm":"srv","ctx":4,"id":77,"pd":2,"send_cq":1,"recv_cq":3,"sq_entries":64,` +
 		`"rq_entries":32,"state":"error","tx_bytes":1099511627776,"rx_bytes":2048,"tx_fpdus":3,"rx_fpdus":4,` +
-		`"crc_errors":1,"term_sent":null,"term_rcvd":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"}}`; string(b) != s {
+		`"crc_errors":1,"term_sent":null,"term_rcvd":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"},"rx_ooo":0,"rx_ooo_max":0,"rx_ooo_placed":0,"rx_kept":0}`; string(b) != s {
 		t.Fatalf("JSON %s\nwant %s", b, s)
 	}
 }

@@ -20,6 +20,10 @@
 
 #include "cm.h"
 #include "cm_int.h"
+#include "sctp_assoc.h"
+#include "sctp_rx.h"
+#include "sctp_session.h"
+#include "xport.h"
 #include "conn.h"
 #include "ctx.h"
 #include "link.h"
@@ -55,11 +59,14 @@ static void iwarp_conn_release(struct kref *ref)
 		iwarp_qp_put(conn->qp);
 	if (conn->lsn)
 		iwarp_conn_put(conn->lsn);
+	if (conn->assoc)
+		iwarp_assoc_put(conn->assoc);
 	iwarp_tx_buf_free(conn);
 	kvfree(conn->swq);
 	kvfree(conn->orq);
 	kvfree(conn->irq);
 	iwarp_rx_stage_free(conn);
+	iwarp_sctp_rx_free(conn);
 	kfree(conn->mpa_buf);
 	iwarp_ctx_put(conn->ctx);
 	atomic_dec(&iwarp_conns_live);
@@ -111,6 +118,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	conn->net = ctx->net;
 	conn->kind = kind;
 	spin_lock_init(&conn->lock);
+	INIT_LIST_HEAD(&conn->assoc_node);
 	mutex_init(&conn->tx_lock);
 	mutex_init(&conn->cm_lock);
 	INIT_DELAYED_WORK(&conn->cm_work, iwarp_cm_work);
@@ -203,7 +211,8 @@ u32 iwarp_conn_flags(const struct iwarp_conn *conn)
 	       (res->markers_rx ? IWARP_CONN_F_MARKERS_RX : 0) |
 	       (res->p2p ? IWARP_CONN_F_P2P : 0) |
 	       (res->enhanced ? IWARP_CONN_F_ENHANCED : 0) |
-	       (conn->rfc7306 ? IWARP_CONN_F_RFC7306 : 0);
+	       (conn->rfc7306 ? IWARP_CONN_F_RFC7306 : 0) |
+	       (conn->xport == IWARP_XPORT_SCTP ? IWARP_CONN_F_SCTP : 0);
 }
 
 static u32 iwarp_cm_event_reason(u32 type)
@@ -467,7 +476,7 @@ void iwarp_cm_close_work(struct work_struct *work)
 	 * end of a message) is parsed before the QP goes down. cm_lock
 	 * keeps a concurrent close from releasing the socket meanwhile.
 	 */
-	if (READ_ONCE(conn->fpdu_mode)) {
+	if (READ_ONCE(conn->fpdu_mode) && conn->xport == IWARP_XPORT_TCP) {
 		/* Not flush_work(): same queue; the read below does its job. */
 		iwarp_conn_cancel(conn, &conn->rx_work);
 		mutex_lock(&conn->cm_lock);
@@ -564,6 +573,13 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		    cancel_delayed_work_sync(&conn->linger_work))
 			iwarp_conn_put(conn);
 	}
+	/*
+	 * An SCTP session: its Terminate, and off its stream and the
+	 * association's waiters (no more rx). After cm_work, which joins
+	 * and takes streams, can no longer run.
+	 */
+	if (READ_ONCE(conn->assoc))
+		iwarp_sctp_session_close(conn);
 	/* An accept or reject in progress ends (it finds closing set). */
 	mutex_lock(&conn->cm_lock);
 	if (sock) {
@@ -695,6 +711,31 @@ module_param_named(mpa_responder_waits, iwarp_mpa_responder_waits, bool, 0644);
 MODULE_PARM_DESC(mpa_responder_waits,
 		 "Without peer-to-peer mode, an MPA responder sends nothing before the initiator's first FPDU (RFC 5044 MPA-39; default N, as siw; applies to connections accepted afterwards)");
 
+int iwarp_conn_queues(struct iwarp_conn *conn)
+{
+	struct iwarp_qp *qp = conn->qp;
+
+	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
+	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
+	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
+	if (!conn->swq || !conn->orq || !conn->irq)
+		return -ENOMEM;
+	conn->sq_next = READ_ONCE(qp->sq.ctrl->tail);
+	conn->sq_built = conn->sq_next;
+	conn->sq_sent = conn->sq_next;
+	conn->sq_cqi = conn->sq_next;
+	conn->rq_next = READ_ONCE(qp->rq.ctrl->tail);
+	/* DDP-12, RDMAP-9, RDMAP-EXT-19: every queue's MSNs start at 1, either transport. */
+	conn->msn_send = 1;
+	conn->msn_rreq = 1;
+	conn->rq_msn = 1;
+	conn->rreq_msn = 1;
+	conn->term_msn = 1;
+	conn->msn_aresp = 1;
+	conn->aresp_msn = 1;
+	return 0;
+}
+
 int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
@@ -706,11 +747,8 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	conn->ord_max = conn->res.ord;
 	conn->ird = max_t(u32, conn->res.ird, 1);
 	conn->ird_max = conn->res.ird;
-	conn->swq = kvcalloc(qp->sq.entries, sizeof(*conn->swq), GFP_KERNEL_ACCOUNT);
-	conn->orq = kvcalloc(conn->ord, sizeof(*conn->orq), GFP_KERNEL_ACCOUNT);
-	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
 	/* The transmit buffer is taken once there is something to send. */
-	if (!conn->swq || !conn->orq || !conn->irq)
+	if (iwarp_conn_queues(conn))
 		return -ENOMEM;
 
 	/* MPA-40: stream positions count from the first FPDU octet. */
@@ -729,18 +767,6 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	lock_sock(sk);
 	conn->mulpdu = iwp_mulpdu(tcp_sk(sk)->mss_cache, conn->res.markers_tx);
 	release_sock(sk);
-	conn->msn_send = 1;
-	conn->msn_rreq = 1;
-	conn->rq_msn = 1;
-	conn->rreq_msn = 1;
-	conn->term_msn = 1;
-	conn->msn_aresp = 1;
-	conn->aresp_msn = 1;
-	conn->sq_next = READ_ONCE(qp->sq.ctrl->tail);
-	conn->sq_built = conn->sq_next;
-	conn->sq_sent = conn->sq_next;
-	conn->sq_cqi = conn->sq_next;
-	conn->rq_next = READ_ONCE(qp->rq.ctrl->tail);
 	if (conn->res.p2p) {
 		if (conn->kind == IWARP_CM_KIND_ACTIVE)
 			conn->rtr_pending = true;
@@ -798,6 +824,8 @@ void iwarp_cm_ctx_close(struct iwarp_ctx *ctx)
 		iwarp_conn_put(conn);
 		id++;
 	}
+	/* Their sessions are closed: the SCTP associations go too. */
+	iwarp_assoc_ctx_close(ctx);
 }
 
 void iwarp_cm_qp_close(struct iwarp_qp *qp)
@@ -846,7 +874,11 @@ int iwarp_conn_init(void)
 	iwarp_cm_wq = alloc_workqueue("iwarp_cm", WQ_UNBOUND, WQ_UNBOUND_MAX_ACTIVE);
 	if (!iwarp_cm_wq)
 		goto no_cm;
+	if (iwarp_assoc_init())
+		goto no_sctp;
 	return 0;
+no_sctp:
+	destroy_workqueue(iwarp_cm_wq);
 no_cm:
 	destroy_workqueue(iwarp_resp_wq);
 no_resp:
@@ -864,6 +896,7 @@ void iwarp_conn_drain(void)
 void iwarp_conn_exit(void)
 {
 	/* Every context is closed: no object is left. */
+	iwarp_assoc_exit();
 	destroy_workqueue(iwarp_cm_wq);
 	destroy_workqueue(iwarp_resp_wq);
 	destroy_workqueue(iwarp_wq);

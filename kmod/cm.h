@@ -7,6 +7,7 @@
 #ifndef _IWARP_CM_H
 #define _IWARP_CM_H
 
+#include <linux/socket.h>
 #include <linux/types.h>
 
 struct iwarp_conn;
@@ -27,6 +28,12 @@ struct iwarp_cm_params {
 	u32 timeout_ms;
 	const u8 *pdata;
 	u16 pd_len;
+	/* DDP over SCTP (docs/SCTP.md 5.1) */
+	u8 transport;			/* IWARP_TRANSPORT_* */
+	bool sctp_new_assoc;		/* connect: no association reuse */
+	bool sctp_local_set;
+	u16 sctp_streams;		/* a new association's; 0: the default */
+	struct sockaddr_storage sctp_local;	/* connect: bind to it */
 };
 
 /* Listen on @addr; returns the listener's id, *addr gets the bound port. */

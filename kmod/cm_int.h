@@ -50,7 +50,12 @@ void iwarp_cm_close_work(struct work_struct *work);
  * unlocked.
  */
 struct sock;
+struct net;
 void iwarp_cm_sock_opts(struct sock *sk);
+/* A kernel socket holds a reference to @net, as user sockets do. */
+void iwarp_sk_hold_net(struct sock *sk, struct net *net);
+/* peer_timeout_ms, for the other transports' bounds on a silent peer. */
+unsigned int iwarp_cm_peer_timeout(void);
 
 /* Where a connection's MPA exchange is (cm_mpa.c, cm_work only). */
 enum iwarp_mpa_step {
@@ -67,6 +72,30 @@ enum iwarp_mpa_step {
  * during the exchange, a listener's for each connection).
  */
 void iwarp_cm_work(struct work_struct *work);
+struct netlink_ext_ack;
+struct sockaddr_storage;
+/*
+ * An active connection's setup failed with @err: QP to error, REJECTED
+ * (refused with the peer's private data) or UNREACHABLE, then closed.
+ */
+void iwarp_cm_dial_failed(struct iwarp_conn *conn, int err);
+/*
+ * More local addresses a listener binds (SCTP only): @n of @alen octets
+ * each, network order, back to back.
+ */
+struct iwarp_laddrs {
+	const u8 *addrs;
+	u32 n;
+	u32 alen;
+};
+
+/*
+ * A listener with its socket set: bind (to @more's addresses too, if
+ * any), listen, hook, publish (or close).
+ */
+int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr,
+			 const struct iwarp_laddrs *more, u32 backlog, u32 *id,
+			 struct netlink_ext_ack *extack);
 void iwarp_cm_kick(struct iwarp_conn *conn);
 void iwarp_cm_listener_closed(struct iwarp_conn *lsn);
 

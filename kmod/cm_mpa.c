@@ -36,6 +36,9 @@
 
 #include "cm.h"
 #include "cm_int.h"
+#include "sctp_session.h"
+#include "sctp_sock.h"
+#include "xport.h"
 #include "conn.h"
 #include "ctx.h"
 #include "link.h"
@@ -304,19 +307,6 @@ static u16 iwarp_pd_room(bool enhanced)
 /* ------------------------------------------------------------ active side */
 
 /*
- * A kernel socket holds no reference to its namespace; this one does, as
- * user sockets do (and the sockets TCP clones from a listener that does).
- */
-static void iwarp_sk_hold_net(struct sock *sk, struct net *net)
-{
-	if (sk->sk_net_refcnt)
-		return;
-	sk->sk_net_refcnt = 1;
-	get_net_track(net, &sk->ns_tracker, GFP_KERNEL);
-	sock_inuse_add(net, 1);
-}
-
-/*
  * A kernel socket in the context's namespace, published in conn->sock
  * unless the connection is closing already. It holds a reference to the
  * namespace, as user sockets do: once released it may linger in TCP's last
@@ -555,9 +545,23 @@ static int iwarp_cm_connect_step(struct iwarp_conn *conn)
 	return -EINVAL;		/* done: not run again */
 }
 
+void iwarp_cm_dial_failed(struct iwarp_conn *conn, int err)
+{
+	if (READ_ONCE(conn->closing))
+		return;
+	WRITE_ONCE(conn->qp->state, IWARP_QP_STATE_ERROR);
+	if (err == -ECONNREFUSED && conn->res.peer_reject)
+		iwarp_cm_event(conn, IWARP_EVENT_REJECTED, err, 0, conn->peer_pd,
+			       conn->peer_pd_len);
+	else
+		iwarp_cm_event(conn, IWARP_EVENT_UNREACHABLE, err,
+			       conn->res.term.ecode ? iwarp_term_code(&conn->res.term) : 0,
+			       NULL, 0);
+	iwarp_cm_close_async(conn);
+}
+
 static void iwarp_cm_connect_work(struct iwarp_conn *conn)
 {
-	struct iwarp_qp *qp = conn->qp;
 	int err;
 
 	if (conn->mpa_step == IWARP_MPA_DONE)
@@ -580,17 +584,7 @@ static void iwarp_cm_connect_work(struct iwarp_conn *conn)
 	return;
 
 fail:
-	if (READ_ONCE(conn->closing))
-		return;
-	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
-	if (err == -ECONNREFUSED && conn->res.peer_reject)
-		iwarp_cm_event(conn, IWARP_EVENT_REJECTED, err, 0, conn->peer_pd,
-			       conn->peer_pd_len);
-	else
-		iwarp_cm_event(conn, IWARP_EVENT_UNREACHABLE, err,
-			       conn->res.term.ecode ? iwarp_term_code(&conn->res.term) : 0,
-			       NULL, 0);
-	iwarp_cm_close_async(conn);
+	iwarp_cm_dial_failed(conn, err);
 }
 
 int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_storage *addr,
@@ -601,7 +595,8 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 	int err = 0;
 
 	/* With the link's revision, known only once routed: the event says. */
-	if ((p->set & IWARP_LINK_SET_MPA_REV) && p->mpa_rev == 2 &&
+	if (p->transport == IWARP_TRANSPORT_TCP &&
+	    (p->set & IWARP_LINK_SET_MPA_REV) && p->mpa_rev == 2 &&
 	    p->pd_len > iwarp_pd_room(true)) {
 		NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Request (its IRD/ORD take 4 of the 512)");
 		return -EMSGSIZE;
@@ -623,6 +618,11 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 	conn->state = IWARP_CM_STATE_CONNECTING;
 	conn->params = *p;
 	conn->params.pdata = NULL;
+	if (p->transport == IWARP_TRANSPORT_SCTP) {
+		conn->xport = IWARP_XPORT_SCTP;
+		conn->mpa_step = IWARP_MPA_START;
+		iwarp_sctp_policy(conn, p);
+	}
 
 	spin_lock_bh(&iwarp_qp_conn_lock);
 	if (qp->conn || READ_ONCE(qp->state) != IWARP_QP_STATE_IDLE) {
@@ -758,13 +758,20 @@ void iwarp_cm_work(struct work_struct *work)
 		goto out;
 	switch (conn->kind) {
 	case IWARP_CM_KIND_LISTENER:
-		iwarp_cm_accept_work(conn);
+		if (conn->xport == IWARP_XPORT_SCTP)
+			iwarp_sctp_accept_work(conn);
+		else
+			iwarp_cm_accept_work(conn);
 		break;
 	case IWARP_CM_KIND_ACTIVE:
-		iwarp_cm_connect_work(conn);
+		if (conn->xport == IWARP_XPORT_SCTP)
+			iwarp_sctp_session_work(conn);
+		else
+			iwarp_cm_connect_work(conn);
 		break;
 	case IWARP_CM_KIND_PASSIVE:
-		iwarp_cm_request_work(conn);
+		if (conn->xport == IWARP_XPORT_TCP)
+			iwarp_cm_request_work(conn);
 		break;
 	}
 out:
@@ -817,7 +824,7 @@ static int iwarp_cm_answer_lock(struct iwarp_conn *conn, struct netlink_ext_ack 
  */
 static int iwarp_cm_pd_fits(struct iwarp_conn *conn, u16 pd_len, struct netlink_ext_ack *extack)
 {
-	if (pd_len <= iwarp_pd_room(conn->req.enhanced))
+	if (conn->xport == IWARP_XPORT_SCTP || pd_len <= iwarp_pd_room(conn->req.enhanced))
 		return 0;
 	NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Reply (its IRD/ORD take 4 of the 512)");
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_ACCEPT);
@@ -894,6 +901,13 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 	if (p->set & IWARP_LINK_SET_FLAGS)
 		conn->rfc7306 = !!(p->flags & IWARP_LINK_F_RFC7306);
 
+	if (conn->xport == IWARP_XPORT_SCTP) {
+		err = iwarp_sctp_answer(conn, IWP_SCTP_ACCEPT, p->pdata, p->pd_len);
+		if (!err)
+			iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
+		mutex_unlock(&conn->cm_lock);
+		goto sctp_done;
+	}
 	neg = iwp_mpa_respond(&conn->pol, &conn->req, &rep, &conn->res);
 	rep.pdata = p->pdata;
 	rep.pd_len = p->pd_len;
@@ -909,6 +923,7 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
 	}
 	mutex_unlock(&conn->cm_lock);
+sctp_done:
 	if (err) {
 		if (err != -ECONNREFUSED)
 			NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the connection failed while accepting");
@@ -942,11 +957,16 @@ int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_
 		return err;
 	}
 	iwarp_cm_unpend(conn);
-	iwp_mpa_respond(&conn->pol, &conn->req, &rep, &res);
-	rep.r = 1;
-	rep.pdata = pdata;
-	rep.pd_len = pd_len;
-	iwarp_mpa_write(conn, &rep);	/* best effort: the peer may be gone */
+	if (conn->xport == IWARP_XPORT_SCTP) {
+		/* best effort: the association may be gone */
+		iwarp_sctp_answer(conn, IWP_SCTP_REJECT, pdata, pd_len);
+	} else {
+		iwp_mpa_respond(&conn->pol, &conn->req, &rep, &res);
+		rep.r = 1;
+		rep.pdata = pdata;
+		rep.pd_len = pd_len;
+		iwarp_mpa_write(conn, &rep);	/* best effort: the peer may be gone */
+	}
 	mutex_unlock(&conn->cm_lock);
 	iwarp_nl_notify_cm(conn, IWARP_EVENT_REASON_CM_REJECTED);
 	iwarp_conn_close(conn, false);
@@ -957,25 +977,20 @@ int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_
 /* ------------------------------------------------------------ listeners */
 
 /*
- * The listener is published (LISTEN_CLOSE can find it) only once its
- * socket listens and is hooked; a SYN that arrives before that waits in
- * TCP's queue for the accept work queued last.
+ * A listener whose socket (TCP or SCTP) is set: bound to @addr, listening,
+ * hooked, then published (LISTEN_CLOSE can find it) only once it listens
+ * and is hooked; a connection that arrives before that waits in the
+ * socket's queue for the accept work queued last. On failure the listener
+ * is closed.
  */
-int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
-		    u32 *id, struct netlink_ext_ack *extack)
+int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr,
+			 const struct iwarp_laddrs *more, u32 backlog, u32 *id,
+			 struct netlink_ext_ack *extack)
 {
 	int alen = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 						 sizeof(struct sockaddr_in);
-	struct iwarp_conn *lsn;
 	int err;
 
-	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
-	if (!lsn)
-		return -ENOMEM;
-	lsn->backlog = backlog;
-	err = iwarp_cm_sock_new(lsn, addr->ss_family);
-	if (err)
-		goto fail;
 	sock_set_reuseaddr(lsn->sock->sk);
 	err = kernel_bind(lsn->sock, (struct sockaddr *)addr, alen);
 	if (err) {
@@ -984,6 +999,17 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 		else
 			NL_SET_ERR_MSG(extack, "IWARP_A_CM_ADDR: cannot bind to this address");
 		goto fail;
+	}
+	if (more && more->n) {
+		err = iwarp_sctp_bind_more(lsn->sock, more->addrs, more->n, more->alen);
+		if (err == -EADDRINUSE) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_CM_SCTP_LADDRS: the port is in use on one of these addresses");
+			goto fail;
+		} else if (err) {
+			NL_SET_ERR_MSG(extack,
+				       "IWARP_A_CM_SCTP_LADDRS: cannot bind these addresses (each must be this host's, once, not IWARP_A_CM_ADDR)");
+			goto fail;
+		}
 	}
 	err = kernel_listen(lsn->sock, backlog);
 	if (err)
@@ -1009,6 +1035,24 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 fail:
 	iwarp_conn_close(lsn, true);
 	return err;
+}
+
+int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
+		    u32 *id, struct netlink_ext_ack *extack)
+{
+	struct iwarp_conn *lsn;
+	int err;
+
+	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
+	if (!lsn)
+		return -ENOMEM;
+	lsn->backlog = backlog;
+	err = iwarp_cm_sock_new(lsn, addr->ss_family);
+	if (err) {
+		iwarp_conn_close(lsn, true);
+		return err;
+	}
+	return iwarp_cm_listen_sock(lsn, addr, NULL, backlog, id, extack);
 }
 
 int iwarp_cm_listen_close(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)

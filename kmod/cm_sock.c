@@ -62,3 +62,21 @@ void iwarp_cm_sock_opts(struct sock *sk)
 	tcp_sock_set_keepintvl(sk, max(ms / 6000, 1U));
 	sock_set_keepalive(sk);
 }
+
+/*
+ * A kernel socket holds no reference to its namespace; this one does, as
+ * user sockets do (and the sockets TCP clones from a listener that does).
+ */
+void iwarp_sk_hold_net(struct sock *sk, struct net *net)
+{
+	if (sk->sk_net_refcnt)
+		return;
+	sk->sk_net_refcnt = 1;
+	get_net_track(net, &sk->ns_tracker, GFP_KERNEL);
+	sock_inuse_add(net, 1);
+}
+
+unsigned int iwarp_cm_peer_timeout(void)
+{
+	return READ_ONCE(iwarp_peer_timeout_ms);
+}

@@ -34,6 +34,13 @@ static inline void vm_flags_mod(struct vm_area_struct *vma, vm_flags_t set,
 }
 #endif
 
+/* 6.12: <asm/unaligned.h> moved to <linux/unaligned.h>. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+#include <asm/unaligned.h>
+#else
+#include <linux/unaligned.h>
+#endif
+
 /* 6.12: struct fd is one word; its file is read through fd_file(). */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
 #define fd_file(f) ((f).file)

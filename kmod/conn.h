@@ -34,7 +34,10 @@
  *
  * Lock order: cm_lock, then tx_lock, then the socket lock, then conn->lock
  * (a BH-safe spinlock guarding state, closing, the SQ completion indices,
- * the ORQ and IRQ and the pending Terminate). sk_callback_lock is taken
+ * the ORQ and IRQ and the pending Terminate). An SCTP session adds its
+ * association's (sctp_assoc.h): cm_lock, assoc->lock, tx_lock,
+ * assoc->rx_mutex (its receive engine's, where TCP's is the socket lock),
+ * the socket lock, conn->lock. sk_callback_lock is taken
  * alone, inside cm_lock (hooking; the switch to FPDU mode) or inside the
  * socket lock (TCP's callbacks); conn->lock may be taken inside it.
  * A context's event lock (and its wait queue's, waking readers) is taken
@@ -48,6 +51,7 @@
 #define _IWARP_CONN_H
 
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/math.h>
 #include <linux/minmax.h>
 #include <linux/mutex.h>
@@ -66,6 +70,8 @@
 #include "proto/mpa_rx.h"
 #include "proto/rdmap.h"
 
+struct iwarp_assoc;
+struct iwarp_sctp_rx;
 struct iwarp_ctx;
 struct iwarp_mr;
 struct iwarp_qp;
@@ -158,10 +164,15 @@ struct iwarp_conn_stats {
 	u64 crc_errors;
 	u32 term_sent;		/* BIT(31) | layer << 12 | etype << 8 | ecode */
 	u32 term_rcvd;
+	u64 rx_ooo;		/* SCTP: chunks taken ahead of the frontier */
+	u32 rx_ooo_max;		/* SCTP: the farthest ahead, in DDP-SSNs */
+	u64 rx_ooo_placed;	/* SCTP: segments placed ahead of it */
+	u32 rx_kept;		/* SCTP: octets held ahead of it, charged */
 };
 
 struct iwarp_conn {
 	struct kref ref;
+	struct rcu_head rcu;		/* first: kfree_rcu() needs it near the start */
 	u32 id;				/* in the CM index */
 	u8 kind;			/* enum iwarp_cm_kind */
 	u8 state;			/* enum iwarp_cm_state, conn->lock */
@@ -175,8 +186,18 @@ struct iwarp_conn {
 	u32 backlog;			/* listener: pending requests allowed */
 	atomic_t pending;		/* listener: requests not yet answered */
 	atomic_t pending_counted;	/* request: counted in lsn->pending */
+	atomic_t assocs;		/* SCTP listener: its associations */
 	struct iwarp_qp *qp;		/* held once bound */
 	struct socket *sock;		/* set and cleared under conn->lock */
+	u8 xport;			/* enum iwarp_xport (xport.h), set at creation */
+	struct iwarp_assoc *assoc;	/* SCTP session: held (sctp_assoc.h) */
+	struct list_head assoc_node;	/* in assoc->waiters (assoc->lock) */
+	u16 sid;			/* SCTP session: its stream */
+	u16 sctp_tx_ssn;		/* next DDP-SSN sent (tx_lock once started) */
+	bool sctp_tx_off;		/* no more sends: closing (tx_lock) */
+	bool sctp_tx_wait;		/* waits for send space (sctp_tx.c) */
+	struct iwarp_sctp_rx *srx;	/* SCTP session: receive order (rx_mutex) */
+	u16 sctp_answer;		/* to our Initiate: function code (conn->lock) */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	int ifindex;			/* the route's device, for link stats */
@@ -301,7 +322,6 @@ struct iwarp_conn {
 	bool fpdu_wait;
 
 	struct iwarp_conn_stats stats;	/* updated by the engines, read racily */
-	struct rcu_head rcu;
 };
 
 int iwarp_conn_init(void);
@@ -344,6 +364,11 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort);
  * them.
  */
 int iwarp_conn_start_fpdu(struct iwarp_conn *conn);
+/*
+ * The engines' queues (SQ shadow, ORQ, IRQ; conn->ord and ird set), the
+ * rings' positions and the MSNs, as the connection comes up.
+ */
+int iwarp_conn_queues(struct iwarp_conn *conn);
 
 /*
  * The QP goes to error: @term (if set) is sent as a Terminate first and is

@@ -9,10 +9,14 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <net/genetlink.h>
+#include <net/ipv6.h>
 #include <net/sock.h>
 
 #include "cm.h"
 #include "cm_int.h"
+#include "sctp_assoc.h"
+#include "sctp_session.h"
+#include "xport.h"
 #include "conn.h"
 #include "ctx.h"
 #include "link.h"
@@ -70,6 +74,43 @@ static int iwarp_nl_put_sockaddr(struct sk_buff *skb, int a_addr, int a_port,
 }
 
 /* The optional private data, MPA overrides and timeout of a request. */
+/* The transport attributes of a listen or connect (docs/SCTP.md 5.1). */
+static int iwarp_nl_cm_transport(struct genl_info *info, struct iwarp_cm_params *p)
+{
+	struct nlattr *a = info->attrs[IWARP_A_CM_TRANSPORT];
+	struct nlattr *streams = info->attrs[IWARP_A_CM_SCTP_STREAMS];
+	struct nlattr *fresh = info->attrs[IWARP_A_CM_SCTP_NEW_ASSOC];
+
+	p->transport = a ? nla_get_u8(a) : IWARP_TRANSPORT_TCP;
+	if (p->transport != IWARP_TRANSPORT_SCTP) {
+		if (streams || fresh) {
+			NL_SET_ERR_MSG_ATTR(info->extack, streams ?: fresh,
+					    "IWARP_A_CM_SCTP_STREAMS: applies to SCTP (IWARP_A_CM_TRANSPORT sctp) only");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	/* The MPA parameters mean nothing without MPA. */
+	if ((p->set & (IWARP_LINK_SET_MPA_REV | IWARP_LINK_SET_RTR)) ||
+	    ((p->set & IWARP_LINK_SET_FLAGS) && (p->flags & ~IWARP_LINK_F_RFC7306))) {
+		NL_SET_ERR_MSG(info->extack,
+			       "IWARP_A_LINK_FLAGS: crc, markers and p2p, the MPA revision and the RTR are MPA parameters, unused over SCTP");
+		return -EINVAL;
+	}
+	if (streams) {
+		u32 n = nla_get_u32(streams);
+
+		if (!n || n > IWARP_SCTP_STREAMS_MAX) {
+			NL_SET_ERR_MSG_ATTR(info->extack, streams,
+					    "IWARP_A_CM_SCTP_STREAMS: must be 1 to 1024");
+			return -EINVAL;
+		}
+		p->sctp_streams = n;
+	}
+	p->sctp_new_assoc = fresh && nla_get_u8(fresh);
+	return 0;
+}
+
 static int iwarp_nl_cm_params(struct genl_info *info, struct iwarp_cm_params *p)
 {
 	struct iwarp_link_params lp = {};
@@ -100,14 +141,68 @@ static int iwarp_nl_cm_params(struct genl_info *info, struct iwarp_cm_params *p)
 			return -EINVAL;
 		}
 	}
+	return iwarp_nl_cm_transport(info, p);
+}
+
+/*
+ * IWARP_A_CM_SCTP_LADDRS of an SCTP listen, checked: whole addresses of
+ * @family's, 1 to IWARP_SCTP_LADDRS_MAX, none unspecified or multicast.
+ */
+static int iwarp_nl_laddrs(struct genl_info *info, const struct iwarp_cm_params *p, int family,
+			   struct iwarp_laddrs *more)
+{
+	const struct nlattr *a = info->attrs[IWARP_A_CM_SCTP_LADDRS];
+	u32 alen = family == AF_INET6 ? sizeof(struct in6_addr) : sizeof(struct in_addr);
+	const u8 *d;
+	u32 i;
+
+	memset(more, 0, sizeof(*more));
+	if (!a)
+		return 0;
+	if (p->transport != IWARP_TRANSPORT_SCTP) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a,
+				    "IWARP_A_CM_SCTP_LADDRS: applies to SCTP (IWARP_A_CM_TRANSPORT sctp) only");
+		return -EINVAL;
+	}
+	if (!nla_len(a) || nla_len(a) % alen || nla_len(a) / alen > IWARP_SCTP_LADDRS_MAX) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a,
+				    "IWARP_A_CM_SCTP_LADDRS: 1 to 8 addresses of IWARP_A_CM_ADDR's family (4 or 16 bytes each)");
+		return -EINVAL;
+	}
+	d = nla_data(a);
+	for (i = 0; i < nla_len(a) / alen; i++) {
+		const u8 *x = d + i * alen;
+		bool bad;
+
+		if (alen == sizeof(struct in6_addr)) {
+			const struct in6_addr *a6 = (const struct in6_addr *)x;
+
+			/* v4-mapped: maybe the IPv4 wildcard; link-local: needs a scope. */
+			bad = ipv6_addr_any(a6) || ipv6_addr_is_multicast(a6) ||
+			      ipv6_addr_v4mapped(a6) || (ipv6_addr_type(a6) & IPV6_ADDR_LINKLOCAL);
+		} else {
+			bad = !memchr_inv(x, 0, alen) || ipv4_is_multicast(*(const __be32 *)x) ||
+			      ipv4_is_lbcast(*(const __be32 *)x);
+		}
+		if (bad) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a,
+					    "IWARP_A_CM_SCTP_LADDRS: an unspecified, multicast, broadcast, v4-mapped or link-local address");
+			return -EINVAL;
+		}
+	}
+	more->addrs = d;
+	more->n = nla_len(a) / alen;
+	more->alen = alen;
 	return 0;
 }
 
 int iwarp_nl_listen_doit(struct sk_buff *skb, struct genl_info *info)
 {
+	struct iwarp_laddrs more;
 	struct sockaddr_storage ss;
 	struct iwarp_ctx *ctx;
 	u32 backlog = IWARP_CM_BACKLOG_DEFAULT, id;
+	struct iwarp_cm_params p;
 	struct sk_buff *msg;
 	void *hdr;
 	int err;
@@ -120,11 +215,23 @@ int iwarp_nl_listen_doit(struct sk_buff *skb, struct genl_info *info)
 			return -EINVAL;
 		}
 	}
+	memset(&p, 0, sizeof(p));
+	err = iwarp_nl_cm_transport(info, &p);
+	if (err)
+		return err;
 	iwarp_nl_sockaddr(info, &ss);
+	err = iwarp_nl_laddrs(info, &p, ss.ss_family, &more);
+	if (err)
+		return err;
 	ctx = iwarp_nl_cm_ctx(info);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	err = iwarp_cm_listen(ctx, &ss, backlog, &id, info->extack);
+	if (p.transport == IWARP_TRANSPORT_SCTP)
+		err = iwarp_sctp_listen(ctx, &ss, &more, backlog,
+					p.sctp_streams ?: IWARP_SCTP_STREAMS_DEFAULT, &id,
+					info->extack);
+	else
+		err = iwarp_cm_listen(ctx, &ss, backlog, &id, info->extack);
 	iwarp_ctx_put(ctx);
 	if (err)
 		return err;
@@ -235,7 +342,13 @@ int iwarp_nl_put_stats(struct sk_buff *skb, const struct iwarp_conn_stats *st)
 	       nla_put_u64_64bit(skb, IWARP_A_STAT_CRC_ERRORS, READ_ONCE(st->crc_errors),
 				 IWARP_A_UNSPEC) ||
 	       nla_put_u32(skb, IWARP_A_STAT_TERM_SENT, READ_ONCE(st->term_sent)) ||
-	       nla_put_u32(skb, IWARP_A_STAT_TERM_RCVD, READ_ONCE(st->term_rcvd));
+	       nla_put_u32(skb, IWARP_A_STAT_TERM_RCVD, READ_ONCE(st->term_rcvd)) ||
+	       nla_put_u64_64bit(skb, IWARP_A_STAT_RX_OOO, READ_ONCE(st->rx_ooo),
+				 IWARP_A_UNSPEC) ||
+	       nla_put_u32(skb, IWARP_A_STAT_RX_OOO_MAX, READ_ONCE(st->rx_ooo_max)) ||
+	       nla_put_u64_64bit(skb, IWARP_A_STAT_RX_OOO_PLACED, READ_ONCE(st->rx_ooo_placed),
+				 IWARP_A_UNSPEC) ||
+	       nla_put_u32(skb, IWARP_A_STAT_RX_KEPT, READ_ONCE(st->rx_kept));
 }
 
 static u8 iwarp_rtr_attr(u8 rtr)
@@ -275,7 +388,19 @@ static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 pi
 	if (!full && conn->kind != IWARP_CM_KIND_LISTENER)
 		full = iwarp_nl_put_sockaddr(skb, IWARP_A_CM_PEER_ADDR, IWARP_A_CM_PEER_PORT,
 					     &conn->peer);
-	if (!full && READ_ONCE(conn->fpdu_mode)) {
+	if (!full && conn->xport == IWARP_XPORT_SCTP) {
+		struct iwarp_assoc *a = conn->assoc;	/* held until release */
+
+		full = nla_put_u8(skb, IWARP_A_CM_TRANSPORT, IWARP_TRANSPORT_SCTP) ||
+		       (a && (nla_put_u32(skb, IWARP_A_CM_SCTP_ASSOC, a->id) ||
+			      nla_put_u16(skb, IWARP_A_CM_SCTP_STREAM, READ_ONCE(conn->sid))));
+	}
+	if (!full && READ_ONCE(conn->fpdu_mode) && conn->xport == IWARP_XPORT_SCTP) {
+		full = nla_put_u32(skb, IWARP_A_CONN_FLAGS, iwarp_conn_flags(conn)) ||
+		       nla_put_u32(skb, IWARP_A_LINK_IRD, conn->ird_max) ||
+		       nla_put_u32(skb, IWARP_A_LINK_ORD, conn->ord_max) ||
+		       iwarp_nl_put_stats(skb, &conn->stats);
+	} else if (!full && READ_ONCE(conn->fpdu_mode)) {
 		const struct iwp_mpa_result *res = &conn->res;
 
 		full = nla_put_u32(skb, IWARP_A_CONN_FLAGS, iwarp_conn_flags(conn)) ||

@@ -428,6 +428,70 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -EMSGSIZE;
 		}
 		return 0;
+	case IWARP_A_CM_TRANSPORT:
+		if (nla_len(nla) != 1) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_TRANSPORT: must be a u8 (1 bytes)");
+			return -EINVAL;
+		}
+		if (nla_get_u8(nla) > IWARP_TRANSPORT_MAX) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_TRANSPORT: unknown value");
+			return -ERANGE;
+		}
+		return 0;
+	case IWARP_A_CM_SCTP_STREAMS:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_SCTP_STREAMS: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_SCTP_NEW_ASSOC:
+		if (nla_len(nla) != 1) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_SCTP_NEW_ASSOC: must be a u8 (1 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_SCTP_ASSOC:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_SCTP_ASSOC: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_SCTP_STREAM:
+		if (nla_len(nla) != 2) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_SCTP_STREAM: must be a u16 (2 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_RX_OOO:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_RX_OOO: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_RX_OOO_MAX:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_RX_OOO_MAX: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_STAT_RX_OOO_PLACED:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_RX_OOO_PLACED: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_CM_SCTP_LADDRS:
+		if (nla_len(nla) > 128) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_CM_SCTP_LADDRS: longer than 128 bytes");
+			return -EMSGSIZE;
+		}
+		return 0;
+	case IWARP_A_STAT_RX_KEPT:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_STAT_RX_KEPT: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 0;
 }
@@ -520,6 +584,9 @@ static const struct nla_policy iwarp_listen_policy[IWARP_A_MAX + 1] = {
 	[IWARP_A_CM_ADDR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_CM_PORT] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_CM_BACKLOG] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_TRANSPORT] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_SCTP_STREAMS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_SCTP_LADDRS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 };
 
 static const struct nla_policy iwarp_listen_close_policy[IWARP_A_MAX + 1] = {
@@ -539,6 +606,9 @@ static const struct nla_policy iwarp_connect_policy[IWARP_A_MAX + 1] = {
 	[IWARP_A_LINK_RTR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_LINK_IRD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 	[IWARP_A_LINK_ORD] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_TRANSPORT] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_SCTP_STREAMS] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
+	[IWARP_A_CM_SCTP_NEW_ASSOC] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, iwarp_nla_validate),
 };
 
 static const struct nla_policy iwarp_accept_policy[IWARP_A_MAX + 1] = {

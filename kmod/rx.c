@@ -85,8 +85,9 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	struct iwarp_rqe *rqe = &conn->rqe;
 	/* Entries the application posted; pairs with its release store of head. */
 	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
-	u32 i, total = 0;
+	u64 total = 0;
 	int err;
+	u32 i;
 
 	if (head == conn->rq_next || head - READ_ONCE(qp->rq.ctrl->tail) > qp->rq.entries)
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
@@ -97,7 +98,7 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 	conn->rq_rcvd = 0;
 	if (rqe->num_sge > IWARP_RQE_MAX_SGE)
 		goto bad;
-	/* Checked now, and again for each copy (iwarp_rx_rqe_place()). */
+	/* Checked now, and again for each copy (iwarp_rx_rqe_copy()). */
 	for (i = 0; i < rqe->num_sge; i++) {
 		const struct iwarp_sge *sge = &rqe->sge[i];
 
@@ -107,7 +108,8 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 				   sge->length))
 			goto bad;
 	}
-	conn->rqe_len = total;
+	/* A message is at most U32_MAX octets (MO is 32 bits): the rest is never reached. */
+	conn->rqe_len = min_t(u64, total, U32_MAX);
 	return 0;
 bad:
 	/*
@@ -120,10 +122,10 @@ bad:
 	return err;
 }
 
-/* Places @len octets at message offset @mo of the current RQE. */
-static int iwarp_rx_rqe_place(struct iwarp_conn *conn, u32 mo, const u8 *p, u32 len)
+/* Places @len octets at message offset @mo of receive @rqe. */
+static int iwarp_rx_rqe_copy(struct iwarp_conn *conn, const struct iwarp_rqe *rqe, u32 mo,
+			     const u8 *p, u32 len)
 {
-	const struct iwarp_rqe *rqe = &conn->rqe;
 	u32 i;
 	int err;
 
@@ -150,13 +152,12 @@ static int iwarp_rx_rqe_place(struct iwarp_conn *conn, u32 mo, const u8 *p, u32 
 /* ------------------------------------------------------------ segments */
 
 /*
- * Whether the STag of the tagged segment in rmsg refuses @plen octets with
- * @access; @t gets the Terminate. The MR is held only while it is looked at.
+ * Whether the STag of tagged segment @m refuses @plen octets with @access;
+ * @t gets the Terminate. The MR is held only while it is looked at.
  */
-static bool iwarp_rx_stag_bad(struct iwarp_conn *conn, u32 access, u32 plen,
-			      struct iwp_term *t)
+static bool iwarp_rx_stag_bad(struct iwarp_conn *conn, const struct iwp_ddp_msg *m,
+			      u32 access, u32 plen, struct iwp_term *t)
 {
-	const struct iwp_ddp_msg *m = &conn->rmsg;
 	struct iwarp_mr *mr = iwarp_mr_get(m->stag);
 	bool bad = true;
 
@@ -220,13 +221,97 @@ static int iwarp_rx_tagged(struct iwarp_conn *conn, const struct iwp_rx_ev *ev, 
 	/* Checked, then let go: placement checks it again for each copy. */
 	access = m->opcode == IWP_OP_WRITE ? IWARP_MR_ACCESS_F_REMOTE_WRITE :
 					     IWARP_MR_ACCESS_F_LOCAL_WRITE;
-	if (iwarp_rx_stag_bad(conn, access, plen, &t))
+	if (iwarp_rx_stag_bad(conn, m, access, plen, &t))
 		return iwarp_rx_violation(conn, ev, t.layer, t.etype, t.ecode);
 	conn->rx_stag = m->stag;
 	conn->rx_access = access;
 	conn->rx_to = m->to;
 	conn->rx_target = IWARP_RXT_MR;
 	return 0;
+}
+
+bool iwarp_rx_resp_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
+{
+	const struct iwarp_orq_ent *o;
+	unsigned long flags;
+	bool found = false;
+	u64 off;
+	u32 i;
+
+	if (m->opcode != IWP_OP_READ_RESP || !m->payload_len)
+		return false;
+	/*
+	 * Placed under the lock a flush takes too: the Read is either still
+	 * outstanding when its sink is written, or flushed and not written
+	 * (as for an atomic's result).
+	 */
+	spin_lock_irqsave(&conn->lock, flags);
+	for (i = conn->orq_head; i != conn->orq_tail; i++) {
+		o = &conn->orq[i % conn->ord];
+		if (o->atomic || o->sink_stag != m->stag || m->to < o->sink_to)
+			continue;
+		off = m->to - o->sink_to;
+		if (off <= o->len && m->payload_len <= o->len - off) {
+			found = true;
+			break;
+		}
+	}
+	/*
+	 * The STag's validity, PD, rights and bounds are checked by the copy,
+	 * one chunk (at most 64 KiB) with interrupts off, as for atomics.
+	 */
+	found = found && !iwarp_mr_xfer(m->stag, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE,
+					m->to, (void *)m->payload, m->payload_len, true);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	return found;
+}
+
+bool iwarp_rx_send_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
+{
+	struct iwarp_qp *qp = conn->qp;
+	const struct iwarp_rqe *rqe = &conn->rqe;
+	struct iwarp_rqe snap;
+	u32 k = m->msn - conn->rq_msn;
+	u32 head, slot, i;
+	u64 total = 0;
+
+	switch (m->opcode) {
+	case IWP_OP_SEND:
+	case IWP_OP_SEND_SE:
+	case IWP_OP_SEND_INV:
+	case IWP_OP_SEND_SE_INV:
+		break;
+	default:
+		return false;
+	}
+	if (m->tagged || m->qn || !m->payload_len || k >= qp->rq.entries)
+		return false;
+	/* The message at the frontier has its receive; each later one the next posted. */
+	if (k || !conn->rq_active) {
+		slot = conn->rq_next + k - conn->rq_active;
+		/* Entries the application posted; pairs with its release store of head. */
+		head = smp_load_acquire(&qp->rq.ctrl->head);
+		if (head - READ_ONCE(qp->rq.ctrl->tail) > qp->rq.entries ||
+		    slot - conn->rq_next >= head - conn->rq_next)
+			return false;
+		memcpy(&snap, iwarp_ring_slot(&qp->rq, slot), sizeof(snap));
+		rqe = &snap;
+	}
+	if (rqe->num_sge > IWARP_RQE_MAX_SGE)
+		return false;
+	/* Every buffer checked first, as the frontier's take will: none is written else. */
+	for (i = 0; i < rqe->num_sge; i++) {
+		const struct iwarp_sge *sge = &rqe->sge[i];
+
+		if (sge->length &&
+		    iwarp_mr_check(sge->lkey, qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, sge->addr,
+				   sge->length))
+			return false;
+		total += sge->length;
+	}
+	if ((u64)m->mo + m->payload_len > total)
+		return false;
+	return !iwarp_rx_rqe_copy(conn, rqe, m->mo, m->payload, m->payload_len);
 }
 
 /* Untagged Send: checks QN 0 MSN and MO, takes a receive buffer. */
@@ -395,7 +480,7 @@ int iwarp_rx_place(struct iwarp_conn *conn, u32 off, const u8 *p, u32 len,
 		}
 		break;
 	case IWARP_RXT_RQE:
-		err = iwarp_rx_rqe_place(conn, conn->rx_mo + off, p, len);
+		err = iwarp_rx_rqe_copy(conn, &conn->rqe, conn->rx_mo + off, p, len);
 		if (err) {
 			/* The receive buffer went away meanwhile: a local error. */
 			err = iwarp_rx_violation(conn, NULL, IWP_LAYER_RDMAP,

@@ -823,8 +823,18 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
  */
 static bool iwarp_tx_ended(const struct iwarp_conn *conn)
 {
-	return READ_ONCE(conn->tcp_err) || READ_ONCE(conn->closing);
+	return READ_ONCE(conn->tcp_err) || READ_ONCE(conn->closing) ||
+	       READ_ONCE(conn->sctp_tx_off);
 }
+
+/*
+ * A run of the engine holds tx_lock for about this long at most, then
+ * leaves the rest to tx_work: a transport that never runs out of room (a
+ * local SCTP peer acknowledges as fast as the sender sends) would
+ * otherwise keep the lock, and a doorbell's system call, for a whole
+ * stream.
+ */
+#define IWARP_TX_RUN_MS		10
 
 /*
  * Runs the engine until nothing is left to frame or TCP has no room.
@@ -832,14 +842,15 @@ static bool iwarp_tx_ended(const struct iwarp_conn *conn)
  * response, one to send it and find nothing more. What is left then (the
  * SQ's own work, more requests) goes to tx_work on the unbound queue, so
  * that the high-priority worker of the CPU a peer's request arrived on
- * never carries a stream.
+ * never carries a stream. Any run ends after IWARP_TX_RUN_MS the same way.
  */
 static void iwarp_tx_run(struct iwarp_conn *conn, unsigned int passes)
 {
+	unsigned long until = jiffies + msecs_to_jiffies(IWARP_TX_RUN_MS);
 	int err;
 
 	for (;;) {
-		if (!passes--) {
+		if (!passes-- || time_after(jiffies, until)) {
 			iwarp_tx_kick(conn);
 			return;
 		}

@@ -7,7 +7,9 @@
  * helpers below, which call the transport's functions directly: no
  * indirect call per segment.
  *
- * TCP with MPA framing (MPA markers, CRC32c) is tx_mpa.c and rx_mpa.c.
+ * TCP with MPA framing (MPA markers, CRC32c) is tx_mpa.c and rx_mpa.c;
+ * SCTP (RFC 5043) is sctp_tx.c and sctp_rx.c, its sessions
+ * sctp_session.c.
  */
 #ifndef _IWARP_XPORT_H
 #define _IWARP_XPORT_H
@@ -16,7 +18,14 @@
 #include <net/sock.h>
 
 #include "conn.h"
+#include "proto/sctp.h"
+#include "sctp_assoc.h"
 #include "txbuf.h"
+
+enum iwarp_xport {
+	IWARP_XPORT_TCP,	/* MPA over TCP (tx_mpa.c, rx_mpa.c) */
+	IWARP_XPORT_SCTP,	/* RFC 5043 (sctp_*.c) */
+};
 
 /*
  * Payload source of a segment being framed. MRs are named by STag and
@@ -41,6 +50,12 @@ int iwarp_mpa_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 int iwarp_mpa_push(struct iwarp_conn *conn);
 void iwarp_mpa_mulpdu(struct iwarp_conn *conn);
 
+/* sctp_tx.c, with tx_lock held */
+int iwarp_sctp_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
+		     const struct iwarp_tx_src *src, u32 plen);
+int iwarp_sctp_push(struct iwarp_conn *conn);
+void iwarp_sctp_mulpdu(struct iwarp_conn *conn);
+
 /*
  * Frames one segment (DDP/RDMAP headers @hdr, then @plen payload octets
  * from @src) at the end of the transmit buffer; the caller checked the
@@ -49,6 +64,8 @@ void iwarp_mpa_mulpdu(struct iwarp_conn *conn);
 static inline int iwarp_xp_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hlen,
 				 const struct iwarp_tx_src *src, u32 plen)
 {
+	if (conn->xport == IWARP_XPORT_SCTP)
+		return iwarp_sctp_frame(conn, hdr, hlen, src, plen);
 	return iwarp_mpa_frame(conn, hdr, hlen, src, plen);
 }
 
@@ -69,30 +86,45 @@ static inline bool iwarp_xp_room(const struct iwarp_conn *conn, u32 ulpdu_len)
  */
 static inline int iwarp_xp_push(struct iwarp_conn *conn)
 {
+	if (conn->xport == IWARP_XPORT_SCTP)
+		return iwarp_sctp_push(conn);
 	return iwarp_mpa_push(conn);
 }
 
 /* Sets conn->mulpdu from the path, as each batch starts (DDP-25). */
 static inline void iwarp_xp_mulpdu(struct iwarp_conn *conn)
 {
-	iwarp_mpa_mulpdu(conn);
+	if (conn->xport == IWARP_XPORT_SCTP)
+		iwarp_sctp_mulpdu(conn);
+	else
+		iwarp_mpa_mulpdu(conn);
 }
 
-/* Nothing more will be sent after what was pushed (after a Terminate). */
+/*
+ * Nothing more will be sent after what was pushed (after a Terminate).
+ * Over SCTP the session's close sends the Session Terminate after it.
+ */
 static inline void iwarp_xp_end_write(struct iwarp_conn *conn)
 {
-	kernel_sock_shutdown(conn->sock, SHUT_WR);
+	if (conn->xport == IWARP_XPORT_TCP)
+		kernel_sock_shutdown(conn->sock, SHUT_WR);
 }
 
 /* Excludes the receive engine (TCP's runs under the socket lock). */
 static inline void iwarp_xp_rx_lock(struct iwarp_conn *conn)
 {
-	lock_sock(conn->sock->sk);
+	if (conn->xport == IWARP_XPORT_SCTP)
+		mutex_lock(&conn->assoc->rx_mutex);
+	else
+		lock_sock(conn->sock->sk);
 }
 
 static inline void iwarp_xp_rx_unlock(struct iwarp_conn *conn)
 {
-	release_sock(conn->sock->sk);
+	if (conn->xport == IWARP_XPORT_SCTP)
+		mutex_unlock(&conn->assoc->rx_mutex);
+	else
+		release_sock(conn->sock->sk);
 }
 
 #endif /* _IWARP_XPORT_H */

@@ -46,63 +46,73 @@ const (
 
 // Attributes (enum iwarp_attr).
 const (
-	AttrUnspec        uint16 = 0
-	AttrLinkIndex     uint16 = 1  // IWARP_A_LINK_INDEX
-	AttrLinkName      uint16 = 2  // IWARP_A_LINK_NAME
-	AttrLinkIfindex   uint16 = 3  // IWARP_A_LINK_IFINDEX
-	AttrLinkNetdev    uint16 = 4  // IWARP_A_LINK_NETDEV
-	AttrLinkState     uint16 = 5  // IWARP_A_LINK_STATE
-	AttrLinkFlags     uint16 = 6  // IWARP_A_LINK_FLAGS
-	AttrEventReason   uint16 = 7  // IWARP_A_EVENT_REASON
-	AttrCtxFD         uint16 = 8  // IWARP_A_CTX_FD
-	AttrPDID          uint16 = 9  // IWARP_A_PD_ID
-	AttrMRAddr        uint16 = 10 // IWARP_A_MR_ADDR
-	AttrMRLength      uint16 = 11 // IWARP_A_MR_LENGTH
-	AttrMRAccess      uint16 = 12 // IWARP_A_MR_ACCESS
-	AttrMRSTag        uint16 = 13 // IWARP_A_MR_STAG
-	AttrCQID          uint16 = 14 // IWARP_A_CQ_ID
-	AttrCQEntries     uint16 = 15 // IWARP_A_CQ_ENTRIES
-	AttrQPID          uint16 = 16 // IWARP_A_QP_ID
-	AttrQPSendCQ      uint16 = 17 // IWARP_A_QP_SEND_CQ
-	AttrQPRecvCQ      uint16 = 18 // IWARP_A_QP_RECV_CQ
-	AttrQPSQEntries   uint16 = 19 // IWARP_A_QP_SQ_ENTRIES
-	AttrQPRQEntries   uint16 = 20 // IWARP_A_QP_RQ_ENTRIES
-	AttrQPState       uint16 = 21 // IWARP_A_QP_STATE
-	AttrMmapOffset    uint16 = 22 // IWARP_A_MMAP_OFFSET
-	AttrMmapSize      uint16 = 23 // IWARP_A_MMAP_SIZE
-	AttrRQMmapOffset  uint16 = 24 // IWARP_A_RQ_MMAP_OFFSET
-	AttrRQMmapSize    uint16 = 25 // IWARP_A_RQ_MMAP_SIZE
-	AttrLinkMPARev    uint16 = 26 // IWARP_A_LINK_MPA_REV
-	AttrLinkRTR       uint16 = 27 // IWARP_A_LINK_RTR
-	AttrLinkIRD       uint16 = 28 // IWARP_A_LINK_IRD
-	AttrLinkORD       uint16 = 29 // IWARP_A_LINK_ORD
-	AttrCtxID         uint16 = 30 // IWARP_A_CTX_ID
-	AttrOwnerPID      uint16 = 31 // IWARP_A_OWNER_PID
-	AttrOwnerComm     uint16 = 32 // IWARP_A_OWNER_COMM
-	AttrCQHead        uint16 = 33 // IWARP_A_CQ_HEAD
-	AttrCQTail        uint16 = 34 // IWARP_A_CQ_TAIL
-	AttrCMID          uint16 = 35 // IWARP_A_CM_ID
-	AttrCMConn        uint16 = 36 // IWARP_A_CM_CONN
-	AttrCMAddr        uint16 = 37 // IWARP_A_CM_ADDR
-	AttrCMPort        uint16 = 38 // IWARP_A_CM_PORT
-	AttrCMBacklog     uint16 = 39 // IWARP_A_CM_BACKLOG
-	AttrCMPData       uint16 = 40 // IWARP_A_CM_PDATA
-	AttrCMTimeout     uint16 = 41 // IWARP_A_CM_TIMEOUT
-	AttrCMAbort       uint16 = 42 // IWARP_A_CM_ABORT
-	AttrCMPeerAddr    uint16 = 43 // IWARP_A_CM_PEER_ADDR
-	AttrCMPeerPort    uint16 = 44 // IWARP_A_CM_PEER_PORT
-	AttrCMKind        uint16 = 45 // IWARP_A_CM_KIND
-	AttrCMState       uint16 = 46 // IWARP_A_CM_STATE
-	AttrConnFlags     uint16 = 47 // IWARP_A_CONN_FLAGS
-	AttrStatTXBytes   uint16 = 48 // IWARP_A_STAT_TX_BYTES
-	AttrStatRXBytes   uint16 = 49 // IWARP_A_STAT_RX_BYTES
-	AttrStatTXFPDUs   uint16 = 50 // IWARP_A_STAT_TX_FPDUS
-	AttrStatRXFPDUs   uint16 = 51 // IWARP_A_STAT_RX_FPDUS
-	AttrStatCRCErrors uint16 = 52 // IWARP_A_STAT_CRC_ERRORS
-	AttrStatTermSent  uint16 = 53 // IWARP_A_STAT_TERM_SENT
-	AttrStatTermRcvd  uint16 = 54 // IWARP_A_STAT_TERM_RCVD
-	AttrStatTerms     uint16 = 55 // IWARP_A_STAT_TERMS
-	AttrMax           uint16 = 55
+	AttrUnspec          uint16 = 0
+	AttrLinkIndex       uint16 = 1  // IWARP_A_LINK_INDEX
+	AttrLinkName        uint16 = 2  // IWARP_A_LINK_NAME
+	AttrLinkIfindex     uint16 = 3  // IWARP_A_LINK_IFINDEX
+	AttrLinkNetdev      uint16 = 4  // IWARP_A_LINK_NETDEV
+	AttrLinkState       uint16 = 5  // IWARP_A_LINK_STATE
+	AttrLinkFlags       uint16 = 6  // IWARP_A_LINK_FLAGS
+	AttrEventReason     uint16 = 7  // IWARP_A_EVENT_REASON
+	AttrCtxFD           uint16 = 8  // IWARP_A_CTX_FD
+	AttrPDID            uint16 = 9  // IWARP_A_PD_ID
+	AttrMRAddr          uint16 = 10 // IWARP_A_MR_ADDR
+	AttrMRLength        uint16 = 11 // IWARP_A_MR_LENGTH
+	AttrMRAccess        uint16 = 12 // IWARP_A_MR_ACCESS
+	AttrMRSTag          uint16 = 13 // IWARP_A_MR_STAG
+	AttrCQID            uint16 = 14 // IWARP_A_CQ_ID
+	AttrCQEntries       uint16 = 15 // IWARP_A_CQ_ENTRIES
+	AttrQPID            uint16 = 16 // IWARP_A_QP_ID
+	AttrQPSendCQ        uint16 = 17 // IWARP_A_QP_SEND_CQ
+	AttrQPRecvCQ        uint16 = 18 // IWARP_A_QP_RECV_CQ
+	AttrQPSQEntries     uint16 = 19 // IWARP_A_QP_SQ_ENTRIES
+	AttrQPRQEntries     uint16 = 20 // IWARP_A_QP_RQ_ENTRIES
+	AttrQPState         uint16 = 21 // IWARP_A_QP_STATE
+	AttrMmapOffset      uint16 = 22 // IWARP_A_MMAP_OFFSET
+	AttrMmapSize        uint16 = 23 // IWARP_A_MMAP_SIZE
+	AttrRQMmapOffset    uint16 = 24 // IWARP_A_RQ_MMAP_OFFSET
+	AttrRQMmapSize      uint16 = 25 // IWARP_A_RQ_MMAP_SIZE
+	AttrLinkMPARev      uint16 = 26 // IWARP_A_LINK_MPA_REV
+	AttrLinkRTR         uint16 = 27 // IWARP_A_LINK_RTR
+	AttrLinkIRD         uint16 = 28 // IWARP_A_LINK_IRD
+	AttrLinkORD         uint16 = 29 // IWARP_A_LINK_ORD
+	AttrCtxID           uint16 = 30 // IWARP_A_CTX_ID
+	AttrOwnerPID        uint16 = 31 // IWARP_A_OWNER_PID
+	AttrOwnerComm       uint16 = 32 // IWARP_A_OWNER_COMM
+	AttrCQHead          uint16 = 33 // IWARP_A_CQ_HEAD
+	AttrCQTail          uint16 = 34 // IWARP_A_CQ_TAIL
+	AttrCMID            uint16 = 35 // IWARP_A_CM_ID
+	AttrCMConn          uint16 = 36 // IWARP_A_CM_CONN
+	AttrCMAddr          uint16 = 37 // IWARP_A_CM_ADDR
+	AttrCMPort          uint16 = 38 // IWARP_A_CM_PORT
+	AttrCMBacklog       uint16 = 39 // IWARP_A_CM_BACKLOG
+	AttrCMPData         uint16 = 40 // IWARP_A_CM_PDATA
+	AttrCMTimeout       uint16 = 41 // IWARP_A_CM_TIMEOUT
+	AttrCMAbort         uint16 = 42 // IWARP_A_CM_ABORT
+	AttrCMPeerAddr      uint16 = 43 // IWARP_A_CM_PEER_ADDR
+	AttrCMPeerPort      uint16 = 44 // IWARP_A_CM_PEER_PORT
+	AttrCMKind          uint16 = 45 // IWARP_A_CM_KIND
+	AttrCMState         uint16 = 46 // IWARP_A_CM_STATE
+	AttrConnFlags       uint16 = 47 // IWARP_A_CONN_FLAGS
+	AttrStatTXBytes     uint16 = 48 // IWARP_A_STAT_TX_BYTES
+	AttrStatRXBytes     uint16 = 49 // IWARP_A_STAT_RX_BYTES
+	AttrStatTXFPDUs     uint16 = 50 // IWARP_A_STAT_TX_FPDUS
+	AttrStatRXFPDUs     uint16 = 51 // IWARP_A_STAT_RX_FPDUS
+	AttrStatCRCErrors   uint16 = 52 // IWARP_A_STAT_CRC_ERRORS
+	AttrStatTermSent    uint16 = 53 // IWARP_A_STAT_TERM_SENT
+	AttrStatTermRcvd    uint16 = 54 // IWARP_A_STAT_TERM_RCVD
+	AttrStatTerms       uint16 = 55 // IWARP_A_STAT_TERMS
+	AttrCMTransport     uint16 = 56 // IWARP_A_CM_TRANSPORT
+	AttrCMSctpStreams   uint16 = 57 // IWARP_A_CM_SCTP_STREAMS
+	AttrCMSctpNewAssoc  uint16 = 58 // IWARP_A_CM_SCTP_NEW_ASSOC
+	AttrCMSctpAssoc     uint16 = 59 // IWARP_A_CM_SCTP_ASSOC
+	AttrCMSctpStream    uint16 = 60 // IWARP_A_CM_SCTP_STREAM
+	AttrStatRXOoo       uint16 = 61 // IWARP_A_STAT_RX_OOO
+	AttrStatRXOooMax    uint16 = 62 // IWARP_A_STAT_RX_OOO_MAX
+	AttrStatRXOooPlaced uint16 = 63 // IWARP_A_STAT_RX_OOO_PLACED
+	AttrCMSctpLaddrs    uint16 = 64 // IWARP_A_CM_SCTP_LADDRS
+	AttrStatRXKept      uint16 = 65 // IWARP_A_STAT_RX_KEPT
+	AttrMax             uint16 = 65
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -155,7 +165,8 @@ const (
 	ConnFP2P       uint32 = 1 << 3 // IWARP_CONN_F_P2P
 	ConnFEnhanced  uint32 = 1 << 4 // IWARP_CONN_F_ENHANCED
 	ConnFRFC7306   uint32 = 1 << 5 // IWARP_CONN_F_RFC7306
-	ConnFAll       uint32 = 1<<6 - 1
+	ConnFSctp      uint32 = 1 << 6 // IWARP_CONN_F_SCTP
+	ConnFAll       uint32 = 1<<7 - 1
 )
 
 // CMKind: Role of a connection-manager object. (enum iwarp_cm_kind).
@@ -164,6 +175,13 @@ const (
 	CMKindActive   uint32 = 1 // IWARP_CM_KIND_ACTIVE
 	CMKindPassive  uint32 = 2 // IWARP_CM_KIND_PASSIVE
 	CMKindMax      uint32 = 2
+)
+
+// Transport: The lower layer under DDP of a listener or connection. (enum iwarp_transport).
+const (
+	TransportTcp  uint32 = 0 // IWARP_TRANSPORT_TCP
+	TransportSctp uint32 = 1 // IWARP_TRANSPORT_SCTP
+	TransportMax  uint32 = 1
 )
 
 // CMState: State of a connection-manager object. (enum iwarp_cm_state).
@@ -256,6 +274,16 @@ var AttrNames = map[uint16]string{
 	53: "IWARP_A_STAT_TERM_SENT",
 	54: "IWARP_A_STAT_TERM_RCVD",
 	55: "IWARP_A_STAT_TERMS",
+	56: "IWARP_A_CM_TRANSPORT",
+	57: "IWARP_A_CM_SCTP_STREAMS",
+	58: "IWARP_A_CM_SCTP_NEW_ASSOC",
+	59: "IWARP_A_CM_SCTP_ASSOC",
+	60: "IWARP_A_CM_SCTP_STREAM",
+	61: "IWARP_A_STAT_RX_OOO",
+	62: "IWARP_A_STAT_RX_OOO_MAX",
+	63: "IWARP_A_STAT_RX_OOO_PLACED",
+	64: "IWARP_A_CM_SCTP_LADDRS",
+	65: "IWARP_A_STAT_RX_KEPT",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -337,6 +365,16 @@ var CNames = map[string]uint64{
 	"IWARP_A_STAT_TERM_SENT":               53,
 	"IWARP_A_STAT_TERM_RCVD":               54,
 	"IWARP_A_STAT_TERMS":                   55,
+	"IWARP_A_CM_TRANSPORT":                 56,
+	"IWARP_A_CM_SCTP_STREAMS":              57,
+	"IWARP_A_CM_SCTP_NEW_ASSOC":            58,
+	"IWARP_A_CM_SCTP_ASSOC":                59,
+	"IWARP_A_CM_SCTP_STREAM":               60,
+	"IWARP_A_STAT_RX_OOO":                  61,
+	"IWARP_A_STAT_RX_OOO_MAX":              62,
+	"IWARP_A_STAT_RX_OOO_PLACED":           63,
+	"IWARP_A_CM_SCTP_LADDRS":               64,
+	"IWARP_A_STAT_RX_KEPT":                 65,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,
@@ -365,9 +403,12 @@ var CNames = map[string]uint64{
 	"IWARP_CONN_F_P2P":                     8,
 	"IWARP_CONN_F_ENHANCED":                16,
 	"IWARP_CONN_F_RFC7306":                 32,
+	"IWARP_CONN_F_SCTP":                    64,
 	"IWARP_CM_KIND_LISTENER":               0,
 	"IWARP_CM_KIND_ACTIVE":                 1,
 	"IWARP_CM_KIND_PASSIVE":                2,
+	"IWARP_TRANSPORT_TCP":                  0,
+	"IWARP_TRANSPORT_SCTP":                 1,
 	"IWARP_CM_STATE_LISTEN":                0,
 	"IWARP_CM_STATE_CONNECTING":            1,
 	"IWARP_CM_STATE_MPA_WAIT_REQUEST":      2,

@@ -3,7 +3,7 @@
 # Installs what a fresh Debian 12 machine lacks to build and test iwarp:
 # the guest kernel and its headers, QEMU, the initramfs tools, the C
 # toolchains and checkers, and the interop peers the guest tests run (siw's
-# userspace, rping, perftest, tshark, iperf3, sockperf). Idempotent and
+# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
 # `deps.sh kdebug` adds what building the debug guest kernel needs
 # (scripts/kdebug.sh, make test-debug).
@@ -15,6 +15,7 @@ bc
 busybox-static
 clang
 cpio
+ethtool
 ibverbs-providers
 ibverbs-utils
 iperf3

@@ -150,6 +150,8 @@ enum iwarp_rtr {
  *   was negotiated.
  * @IWARP_CONN_F_RFC7306: RFC 7306 operations are on (the link's or the
  *   connection's rfc7306 flag).
+ * @IWARP_CONN_F_SCTP: The connection is a DDP session over SCTP (RFC 5043); no
+ *   MPA parameter applies.
  */
 enum iwarp_conn_flags {
 	IWARP_CONN_F_CRC = 1U << 0,
@@ -158,8 +160,9 @@ enum iwarp_conn_flags {
 	IWARP_CONN_F_P2P = 1U << 3,
 	IWARP_CONN_F_ENHANCED = 1U << 4,
 	IWARP_CONN_F_RFC7306 = 1U << 5,
+	IWARP_CONN_F_SCTP = 1U << 6,
 
-	__IWARP_CONN_F_ALL = (1U << 6) - 1,
+	__IWARP_CONN_F_ALL = (1U << 7) - 1,
 };
 
 /**
@@ -178,6 +181,21 @@ enum iwarp_cm_kind {
 };
 
 #define IWARP_CM_KIND_MAX (__IWARP_CM_KIND_MAX - 1)
+
+/**
+ * enum iwarp_transport - The lower layer under DDP of a listener or
+ *   connection.
+ * @IWARP_TRANSPORT_TCP: TCP with MPA framing (RFC 5044).
+ * @IWARP_TRANSPORT_SCTP: SCTP (RFC 5043), through the kernel's own SCTP.
+ */
+enum iwarp_transport {
+	IWARP_TRANSPORT_TCP = 0,
+	IWARP_TRANSPORT_SCTP = 1,
+
+	__IWARP_TRANSPORT_MAX,
+};
+
+#define IWARP_TRANSPORT_MAX (__IWARP_TRANSPORT_MAX - 1)
 
 /**
  * enum iwarp_cm_state - State of a connection-manager object.
@@ -360,6 +378,35 @@ enum iwarp_qp_state {
  *   an array of struct iwarp_term_count (uapi/iwarp_abi.h: code, sent, rcvd),
  *   at most 16 entries; codes that find no room are counted in the last one,
  *   code 0xffffffff. Read only.
+ * @IWARP_A_CM_TRANSPORT: u8 (enum iwarp_transport). Listen, connect - the
+ *   transport (enum iwarp_transport; absent - TCP); dumps - the listener's or
+ *   connection's.
+ * @IWARP_A_CM_SCTP_STREAMS: u32. SCTP listen and connect - the streams each
+ *   way a new association asks for, 1 to 1024 (default 16); each stream
+ *   carries one DDP session (QP).
+ * @IWARP_A_CM_SCTP_NEW_ASSOC: u8. SCTP connect - when non-zero, set up a new
+ *   association rather than share one of the context's to the same peer.
+ * @IWARP_A_CM_SCTP_ASSOC: u32. SCTP - the association a session runs on,
+ *   unique while the module is loaded. Read only.
+ * @IWARP_A_CM_SCTP_STREAM: u16. SCTP - the stream of the session on its
+ *   association. Read only.
+ * @IWARP_A_STAT_RX_OOO: u64. SCTP session - segments and chunks that arrived
+ *   ahead of the DDP-SSN frontier (RDMA Writes placed at once, others kept
+ *   until their turn). Read only.
+ * @IWARP_A_STAT_RX_OOO_MAX: u32. SCTP session - the largest distance in
+ *   DDP-SSNs a chunk arrived ahead of the frontier. Read only.
+ * @IWARP_A_STAT_RX_OOO_PLACED: u64. SCTP session - DDP segments (RDMA Writes,
+ *   Read Responses, Sends) placed as they arrived ahead of the DDP-SSN
+ *   frontier, their completions left for the frontier. Read only.
+ * @IWARP_A_CM_SCTP_LADDRS: binary, at most 128 bytes. SCTP listen - more local
+ *   addresses the listener binds beside IWARP_A_CM_ADDR, 1 to 8 of its family
+ *   back to back (4 or 16 bytes each, network order), none unspecified or
+ *   multicast. Its associations offer them to the peer as further paths
+ *   (multihoming, RFC 5043 7.2).
+ * @IWARP_A_STAT_RX_KEPT: u32. SCTP session - octets it holds for chunks that
+ *   arrived ahead of the DDP-SSN frontier (copies, and headers of segments
+ *   placed early), each charged 64 more; at most 4 MiB, beyond which the
+ *   session fails. Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -418,6 +465,16 @@ enum iwarp_attr {
 	IWARP_A_STAT_TERM_SENT = 53,
 	IWARP_A_STAT_TERM_RCVD = 54,
 	IWARP_A_STAT_TERMS = 55,
+	IWARP_A_CM_TRANSPORT = 56,
+	IWARP_A_CM_SCTP_STREAMS = 57,
+	IWARP_A_CM_SCTP_NEW_ASSOC = 58,
+	IWARP_A_CM_SCTP_ASSOC = 59,
+	IWARP_A_CM_SCTP_STREAM = 60,
+	IWARP_A_STAT_RX_OOO = 61,
+	IWARP_A_STAT_RX_OOO_MAX = 62,
+	IWARP_A_STAT_RX_OOO_PLACED = 63,
+	IWARP_A_CM_SCTP_LADDRS = 64,
+	IWARP_A_STAT_RX_KEPT = 65,
 
 	__IWARP_A_MAX,
 };
@@ -658,7 +715,8 @@ enum iwarp_attr {
  *   IWARP_A_QP_SQ_ENTRIES, IWARP_A_QP_RQ_ENTRIES, IWARP_A_QP_STATE,
  *   IWARP_A_STAT_TX_BYTES, IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS,
  *   IWARP_A_STAT_RX_FPDUS, IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT,
- *   IWARP_A_STAT_TERM_RCVD
+ *   IWARP_A_STAT_TERM_RCVD, IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX,
+ *   IWARP_A_STAT_RX_OOO_PLACED, IWARP_A_STAT_RX_KEPT
  */
 /*
  * IWARP_CMD_LISTEN
@@ -673,6 +731,9 @@ enum iwarp_attr {
  *   Request, required: IWARP_A_CM_ADDR (binary, 4 or 16 bytes)
  *   Request, required: IWARP_A_CM_PORT (u16)
  *   Request, optional: IWARP_A_CM_BACKLOG (u32)
+ *   Request, optional: IWARP_A_CM_TRANSPORT (u8)
+ *   Request, optional: IWARP_A_CM_SCTP_STREAMS (u32)
+ *   Request, optional: IWARP_A_CM_SCTP_LADDRS (binary, at most 128 bytes)
  * Reply: IWARP_A_CM_ID, IWARP_A_CM_ADDR, IWARP_A_CM_PORT
  * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
  * Error EINVAL - IWARP_A_CM_BACKLOG is not 1 to 1024
@@ -710,6 +771,9 @@ enum iwarp_attr {
  *   Request, optional: IWARP_A_LINK_RTR (u8)
  *   Request, optional: IWARP_A_LINK_IRD (u32)
  *   Request, optional: IWARP_A_LINK_ORD (u32)
+ *   Request, optional: IWARP_A_CM_TRANSPORT (u8)
+ *   Request, optional: IWARP_A_CM_SCTP_STREAMS (u32)
+ *   Request, optional: IWARP_A_CM_SCTP_NEW_ASSOC (u8)
  * Error EBADF - IWARP_A_CTX_FD is not a /dev/iwarp context of the caller
  * Error ENOENT - no such QP in the context
  * Error EISCONN - the QP is not idle (connecting, connected or closed)
@@ -777,7 +841,10 @@ enum iwarp_attr {
  *   IWARP_A_CONN_FLAGS, IWARP_A_LINK_MPA_REV, IWARP_A_LINK_RTR,
  *   IWARP_A_LINK_IRD, IWARP_A_LINK_ORD, IWARP_A_STAT_TX_BYTES,
  *   IWARP_A_STAT_RX_BYTES, IWARP_A_STAT_TX_FPDUS, IWARP_A_STAT_RX_FPDUS,
- *   IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT, IWARP_A_STAT_TERM_RCVD
+ *   IWARP_A_STAT_CRC_ERRORS, IWARP_A_STAT_TERM_SENT, IWARP_A_STAT_TERM_RCVD,
+ *   IWARP_A_CM_TRANSPORT, IWARP_A_CM_SCTP_ASSOC, IWARP_A_CM_SCTP_STREAM,
+ *   IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX, IWARP_A_STAT_RX_OOO_PLACED,
+ *   IWARP_A_STAT_RX_KEPT
  */
 
 /* Notifications (multicast group "events"):

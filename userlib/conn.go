@@ -72,6 +72,65 @@ type ConnParams struct {
 	// IRD and ORD (inbound and outbound RDMA Read queue depths, 1 to
 	// MaxIRDORD) replace the link's; 0 keeps them.
 	IRD, ORD int
+	// SCTP makes Dial set up a DDP session over SCTP (RFC 5043) instead
+	// of MPA over TCP; nil keeps TCP. MPA may then set RFC7306 only.
+	// Accept takes no SCTP parameters (the request's transport applies).
+	SCTP *SCTPParams
+}
+
+// MaxSCTPStreams bounds SCTPParams.Streams.
+const MaxSCTPStreams = 1024
+
+// SCTPParams are the parameters of DDP over SCTP (RFC 5043): a Dial with
+// ConnParams.SCTP, or ListenSCTP. A session is one stream of an SCTP
+// association; the QPs a context dials to one peer share an association.
+//
+// Over SCTP, completions come in the order they do over TCP, but the
+// octets of RDMA Writes may be placed in any order (RFC 5043 10): a
+// receiver learns that a Write arrived from a later Send, Immediate Data
+// or Read, never by polling its buffer.
+type SCTPParams struct {
+	// Streams is the number of streams each way a new association asks
+	// for (1 to MaxSCTPStreams); 0 means 16. Each carries one session.
+	Streams int
+	// NewAssociation makes a Dial set up an association of its own
+	// rather than share one of the context's to the same peer.
+	NewAssociation bool
+	// LocalAddrs (ListenSCTP only) are more addresses of this host, of
+	// the listen address's family, that the listener binds: its
+	// associations offer them to the peer as further paths, which SCTP
+	// fails over to when one goes (multihoming, RFC 5043 7.2). At most
+	// MaxSCTPLocalAddrs. A Dial binds no address: SCTP offers the peer
+	// every address of this host.
+	LocalAddrs []netip.Addr
+}
+
+// MaxSCTPLocalAddrs is the most SCTPParams.LocalAddrs a listener takes.
+const MaxSCTPLocalAddrs = 8
+
+func (s *SCTPParams) validate(op string) error {
+	if s.Streams < 0 || s.Streams > MaxSCTPStreams {
+		return fmt.Errorf("%s: %d SCTP streams, must be 1 to %d (0: 16): %w", op, s.Streams, MaxSCTPStreams, syscall.EINVAL)
+	}
+	if len(s.LocalAddrs) > MaxSCTPLocalAddrs {
+		return fmt.Errorf("%s: %d more local addresses, at most %d: %w", op, len(s.LocalAddrs), MaxSCTPLocalAddrs, syscall.EINVAL)
+	}
+	return nil
+}
+
+// localAddrs encodes LocalAddrs for IWARP_A_CM_SCTP_LADDRS: each of the
+// family of listen address a, neither unspecified nor multicast.
+func (s *SCTPParams) localAddrs(op string, a netip.Addr) ([]byte, error) {
+	var b []byte
+	for _, l := range s.LocalAddrs {
+		l = l.Unmap()
+		if l.Is4() != a.Is4() || l.IsUnspecified() || l.IsMulticast() || l == a {
+			return nil, fmt.Errorf("%s: local address %v: must be a unicast address of %v's family other than it: %w",
+				op, l, a, syscall.EINVAL)
+		}
+		b = append(b, l.AsSlice()...)
+	}
+	return b, nil
 }
 
 // validate checks p before anything is sent; active says Dial.
@@ -84,6 +143,20 @@ func (p *ConnParams) validate(op string, active bool) error {
 	}
 	if p.IRD < 0 || p.IRD > MaxIRDORD || p.ORD < 0 || p.ORD > MaxIRDORD {
 		return bad("IRD %d, ORD %d: must be 1 to %d (0 keeps the link's)", p.IRD, p.ORD, MaxIRDORD)
+	}
+	if p.SCTP != nil {
+		if !active {
+			return bad("SCTP applies to Dial only (a request's transport is its listener's)")
+		}
+		if err := p.SCTP.validate(op); err != nil {
+			return err
+		}
+		if len(p.SCTP.LocalAddrs) > 0 {
+			return bad("SCTP.LocalAddrs applies to ListenSCTP only")
+		}
+		if m := p.MPA; m != nil && (*m != MPAParams{RFC7306: m.RFC7306}) {
+			return bad("over SCTP MPA may set RFC7306 only (no MPA runs)")
+		}
 	}
 	if !active {
 		if p.Timeout != 0 {
@@ -126,7 +199,19 @@ func (p *ConnParams) encode(ae *netlink.AttributeEncoder, active bool) {
 		}
 		ae.Uint32(netlinkproto.AttrLinkFlags, flags)
 	}
-	if m := p.MPA; active && m != nil {
+	if s := p.SCTP; active && s != nil {
+		ae.Uint8(netlinkproto.AttrCMTransport, uint8(netlinkproto.TransportSctp))
+		if s.Streams > 0 {
+			ae.Uint32(netlinkproto.AttrCMSctpStreams, uint32(s.Streams))
+		}
+		if s.NewAssociation {
+			ae.Uint8(netlinkproto.AttrCMSctpNewAssoc, 1)
+		}
+		if m := p.MPA; m != nil && m.RFC7306 {
+			ae.Uint32(netlinkproto.AttrLinkFlags, netlinkproto.LinkFRFC7306)
+		}
+	}
+	if m := p.MPA; active && m != nil && p.SCTP == nil {
 		var flags uint32
 		if m.CRC {
 			flags |= netlinkproto.LinkFCRC
@@ -186,13 +271,42 @@ type Listener struct {
 // kernel's default (128), else it must be 1 to MaxBacklog. Each MPA Request
 // that arrives becomes a ConnRequest for Accept.
 func (c *Context) Listen(addr netip.AddrPort, backlog int) (*Listener, error) {
-	const op = "listen"
+	return c.listen("listen", addr, backlog, nil)
+}
+
+// ListenSCTP listens for DDP sessions over SCTP (RFC 5043) on addr, which
+// must be an address of this host, not the unspecified one (an SCTP
+// endpoint binds the addresses it uses; RFC 5043 7.2); port 0 picks a free
+// port. backlog bounds the requests waiting for Accept and the
+// associations of the listener; p (may be nil) sets the streams of the
+// associations it accepts and more addresses it binds (p.LocalAddrs). Each Initiate that arrives becomes a
+// ConnRequest. A kernel without SCTP fails with syscall.EPROTONOSUPPORT.
+func (c *Context) ListenSCTP(addr netip.AddrPort, backlog int, p *SCTPParams) (*Listener, error) {
+	if p == nil {
+		p = &SCTPParams{}
+	}
+	if err := p.validate("listen"); err != nil {
+		return nil, err
+	}
+	if addr.Addr().IsUnspecified() {
+		return nil, fmt.Errorf("listen: %v: an SCTP listener binds an address of this host, not the unspecified one: %w", addr, syscall.EINVAL)
+	}
+	return c.listen("listen", addr, backlog, p)
+}
+
+func (c *Context) listen(op string, addr netip.AddrPort, backlog int, sp *SCTPParams) (*Listener, error) {
 	a, err := checkAddr(op, addr, true)
 	if err != nil {
 		return nil, err
 	}
 	if backlog < 0 || backlog > MaxBacklog {
 		return nil, fmt.Errorf("%s: backlog %d: must be 1 to %d (0: default): %w", op, backlog, MaxBacklog, syscall.EINVAL)
+	}
+	var more []byte
+	if sp != nil {
+		if more, err = sp.localAddrs(op, a); err != nil {
+			return nil, err
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -201,6 +315,15 @@ func (c *Context) Listen(addr netip.AddrPort, backlog int) (*Listener, error) {
 		ae.Uint16(netlinkproto.AttrCMPort, addr.Port())
 		if backlog > 0 {
 			ae.Uint32(netlinkproto.AttrCMBacklog, uint32(backlog))
+		}
+		if sp != nil {
+			ae.Uint8(netlinkproto.AttrCMTransport, uint8(netlinkproto.TransportSctp))
+			if sp.Streams > 0 {
+				ae.Uint32(netlinkproto.AttrCMSctpStreams, uint32(sp.Streams))
+			}
+			if len(more) > 0 {
+				ae.Bytes(netlinkproto.AttrCMSctpLaddrs, more)
+			}
 		}
 	})
 	if err != nil {

@@ -480,3 +480,28 @@ func TestPeerAddr(t *testing.T) {
 		t.Errorf("family 0 gives %v", got)
 	}
 }
+
+// TestSCTPLocalAddrs checks what a listener's more local addresses encode
+// to, and what is refused before anything is sent.
+func TestSCTPLocalAddrs(t *testing.T) {
+	v4 := netip.MustParseAddr("10.11.0.2")
+	p := &SCTPParams{LocalAddrs: []netip.Addr{netip.MustParseAddr("10.12.0.2"), netip.MustParseAddr("::ffff:10.13.0.2")}}
+	b, err := p.localAddrs("listen", v4)
+	if err != nil || !bytes.Equal(b, []byte{10, 12, 0, 2, 10, 13, 0, 2}) {
+		t.Fatalf("two IPv4 addresses: %v, %v", b, err)
+	}
+	for _, bad := range []string{"fd00::2", "0.0.0.0", "224.0.0.1", "10.11.0.2"} {
+		p := &SCTPParams{LocalAddrs: []netip.Addr{netip.MustParseAddr(bad)}}
+		if _, err := p.localAddrs("listen", v4); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("local address %s beside %v: %v, want EINVAL", bad, v4, err)
+		}
+	}
+	p = &SCTPParams{LocalAddrs: make([]netip.Addr, MaxSCTPLocalAddrs+1)}
+	if err := p.validate("listen"); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("%d local addresses: %v, want EINVAL", len(p.LocalAddrs), err)
+	}
+	cp := &ConnParams{SCTP: &SCTPParams{LocalAddrs: []netip.Addr{v4}}}
+	if err := cp.validate("dial", true); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a Dial with local addresses: %v, want EINVAL", err)
+	}
+}

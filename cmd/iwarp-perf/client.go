@@ -218,6 +218,14 @@ func dialConn(ctx context.Context, c *userlib.Context, pd *userlib.PD, cfg *conf
 		p.MPA = &userlib.MPAParams{Rev: 2, CRC: cfg.crc != nil && *cfg.crc, Markers: cfg.markers != nil && *cfg.markers,
 			RFC7306: true}
 	}
+	if cfg.sctp {
+		// No MPA over SCTP; RFC 7306 is all MPAParams may say there.
+		p.MPA = nil
+		if cfg.test == testAtomic {
+			p.MPA = &userlib.MPAParams{RFC7306: true}
+		}
+		p.SCTP = &userlib.SCTPParams{Streams: max(cfg.qps, 16)}
+	}
 	if cfg.test == testRead || cfg.test == testAtomic {
 		p.ORD = readDepth
 	}

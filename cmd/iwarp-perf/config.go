@@ -61,12 +61,14 @@ type config struct {
 	server  bool
 	host    string        // client: the server's address or name
 	bind    netip.Addr    // server: address to listen on
+	more    []netip.Addr  // server over SCTP: more addresses it binds
 	port    uint16        // the server's port
 	test    testType      // write, read or send
 	lat     bool          // ping-pong latency instead of bandwidth
 	size    int           // octets per message
 	iters   int           // messages per connection
 	qps     int           // connections in parallel
+	sctp    bool          // DDP over SCTP (RFC 5043) instead of MPA over TCP
 	crc     *bool         // client: MPA CRC override (nil: the link's)
 	markers *bool         // client: MPA markers override
 	verify  bool          // check every octet
@@ -90,18 +92,19 @@ func (c *config) mode() string {
 
 // rawFlags are the flags as given, before validation.
 type rawFlags struct {
-	port    int
-	test    string
-	lat     bool
-	size    string
-	iters   int
-	qps     int
-	crc     string
-	markers string
-	verify  bool
-	json    bool
-	bind    string
-	timeout time.Duration
+	port      int
+	test      string
+	lat       bool
+	size      string
+	iters     int
+	qps       int
+	crc       string
+	markers   string
+	transport string
+	verify    bool
+	json      bool
+	bind      string
+	timeout   time.Duration
 	// perftest mode
 	perftest    bool
 	reportGbits bool
@@ -202,12 +205,40 @@ func buildConfig(f *rawFlags, args []string) (*config, error) {
 	if c.markers, err = parseOnOff("markers", f.markers); err != nil {
 		return nil, err
 	}
+	switch strings.ToLower(f.transport) {
+	case "", "tcp":
+	case "sctp":
+		c.sctp = true
+		switch {
+		case c.crc != nil || c.markers != nil:
+			return nil, fmt.Errorf("--crc and --markers are MPA's: SCTP has no MPA (its own CRC32c covers every chunk)")
+		case c.perftest:
+			return nil, fmt.Errorf("--perftest speaks to perftest's tools over TCP only")
+		}
+	default:
+		return nil, fmt.Errorf("--transport %q: must be tcp or sctp", f.transport)
+	}
 	if c.server {
 		if c.crc != nil || c.markers != nil {
 			return nil, fmt.Errorf("--crc and --markers are client options: the server follows its link's MPA policy")
 		}
-		if c.bind, err = netip.ParseAddr(f.bind); err != nil {
-			return nil, fmt.Errorf("-B %q: not an IP address", f.bind)
+		addrs := strings.Split(f.bind, ",")
+		if len(addrs) > 1 && !c.sctp {
+			return nil, fmt.Errorf("-B %q: more than one address is for --transport sctp (multihoming)", f.bind)
+		}
+		for i, s := range addrs {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("-B %q: %q is not an IP address", f.bind, s)
+			}
+			if i == 0 {
+				c.bind = a
+			} else {
+				c.more = append(c.more, a)
+			}
+		}
+		if c.sctp && c.bind.IsUnspecified() {
+			return nil, fmt.Errorf("--transport sctp: give -B an address of this host (an SCTP listener binds one)")
 		}
 	} else if f.bind != "" && f.bind != defaultBind {
 		return nil, fmt.Errorf("-B is a server option")

@@ -65,6 +65,11 @@ chooses the test. Sizes take a K or M suffix (binary). --crc and --markers
 make the client ask for those MPA settings (revision 2; an option not
 given is off); without either the link's defaults apply.
 
+--transport sctp runs DDP over SCTP (RFC 5043) instead of MPA over TCP:
+give it to both sides. The server listens over SCTP on the same port, on
+the address -B names (an SCTP listener binds an address of this host).
+The connections of a run share one SCTP association, one stream each.
+
 With --perftest iwarp-perf is a peer of perftest's tools run with -R
 (ib_write_bw, ib_read_bw, ib_send_bw: -t write|read|send; ib_write_lat,
 ib_send_lat: with --lat), as client or server. Give both sides the same
@@ -108,9 +113,10 @@ value is in range (with --lat: exactly the iteration's).`,
 	fl.IntVarP(&f.qps, "qps", "q", 1, "connections in parallel (bandwidth is summed)")
 	fl.StringVar(&f.crc, "crc", "", "client: ask for MPA CRC32c, on or off")
 	fl.StringVar(&f.markers, "markers", "", "client: ask for MPA markers, on or off")
+	fl.StringVar(&f.transport, "transport", "tcp", "tcp (MPA) or sctp (DDP over SCTP, RFC 5043); both sides alike")
 	fl.BoolVar(&f.verify, "verify", false, "check every octet transferred")
 	fl.BoolVarP(&f.json, "json", "j", false, "print one JSON object")
-	fl.StringVarP(&f.bind, "bind", "B", defaultBind, "server: address to listen on")
+	fl.StringVarP(&f.bind, "bind", "B", defaultBind, "server: address to listen on (over SCTP a comma-separated list: the association's paths)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "limit for the whole run, e.g. 30s (0: none)")
 	fl.BoolVar(&f.perftest, "perftest", false, "speak perftest's -R protocol (ib_write_bw... as the peer)")
 	fl.BoolVar(&f.reportGbits, "report_gbits", false, "perftest: report bandwidth to the peer in Gb/s, as its --report_gbits")

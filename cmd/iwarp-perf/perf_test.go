@@ -50,9 +50,22 @@ func TestFlags(t *testing.T) {
 	if c, err := parse(t, "-t", "atomic", "--lat", "x"); err != nil || c.size != atomicSize || c.mode() != "atomic_lat" {
 		t.Fatalf("-t atomic: %+v, %v", c, err)
 	}
+	if c, err := parse(t, "--transport", "sctp", "-t", "send", "x"); err != nil || !c.sctp {
+		t.Fatalf("--transport sctp: %+v, %v", c, err)
+	}
+	if c, err := parse(t, "--transport", "sctp", "-B", "10.0.0.1"); err != nil || !c.sctp || !c.server {
+		t.Fatalf("--transport sctp, server: %+v, %v", c, err)
+	}
+	if c, err := parse(t, "--transport", "sctp", "-B", "10.0.0.1,10.0.1.1"); err != nil || c.bind.String() != "10.0.0.1" ||
+		len(c.more) != 1 || c.more[0].String() != "10.0.1.1" {
+		t.Fatalf("--transport sctp, two addresses: %+v, %v", c, err)
+	}
 	for _, bad := range [][]string{
+		{"--transport", "udp", "x"}, {"--transport", "sctp", "--crc", "on", "x"}, {"--transport", "sctp", "--markers", "off", "x"},
+		{"--transport", "sctp", "--perftest", "x"}, {"--transport", "sctp"},
 		{"-t", "fetch"}, {"-t", "atomic", "-s", "16", "x"}, {"-t", "atomic", "--perftest", "x"}, {"-s", "3X"}, {"-s", "-1"}, {"-s", "2G"}, {"-s", ""}, {"-n", "0"}, {"-q", "0"}, {"-q", "1025"},
 		{"-p", "0"}, {"-p", "70000"}, {"--crc", "maybe", "x"}, {"--crc", "on"}, {"-B", "nowhere"}, {"-B", "::", "x"},
+		{"-B", "10.0.0.1,10.0.1.1"}, {"--transport", "sctp", "-B", "10.0.0.1,x"},
 		{"--lat", "-s", "0"}, {"--timeout", "-1s"}, {"a", "b"}, {"--bogus"},
 	} {
 		_, err := parse(t, bad...)

@@ -30,7 +30,13 @@ func runServer(ctx context.Context, cfg *config, logw io.Writer) (*result, error
 	}
 	// The client dials up to maxDialing connections at once; the backlog
 	// covers a whole run, however slowly this loop answers.
-	l, err := c.Listen(netip.AddrPortFrom(cfg.bind, cfg.port), userlib.MaxBacklog)
+	var l *userlib.Listener
+	if cfg.sctp {
+		l, err = c.ListenSCTP(netip.AddrPortFrom(cfg.bind, cfg.port), userlib.MaxBacklog,
+			&userlib.SCTPParams{LocalAddrs: cfg.more})
+	} else {
+		l, err = c.Listen(netip.AddrPortFrom(cfg.bind, cfg.port), userlib.MaxBacklog)
+	}
 	if err != nil {
 		return nil, err
 	}

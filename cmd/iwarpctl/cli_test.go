@@ -304,7 +304,7 @@ func TestResourceShow(t *testing.T) {
 		{[]string{"-j", "cq", "ls"}, `[{"pid":42,"comm":"app","ctx":3,"id":1,"entries":8,"head":3,"tail":2}]` + "\n"},
 		{[]string{"-j", "qp"}, `[{"pid":42,"comm":"app","ctx":3,"id":77,"pd":1,"send_cq":1,"recv_cq":2,` +
 			`"sq_entries":64,"rq_entries":32,"state":"idle","tx_bytes":0,"rx_bytes":0,"tx_fpdus":5,"rx_fpdus":6,` +
-			`"crc_errors":0,"term_sent":null,"term_rcvd":null}]` + "\n"},
+			`"crc_errors":0,"term_sent":null,"term_rcvd":null,"rx_ooo":0,"rx_ooo_max":0,"rx_ooo_placed":0,"rx_kept":0}]` + "\n"},
 	} {
 		code, out, errs := runCLI(t, f, tc.args...)
 		if code != 0 || errs != "" || out != tc.want {
@@ -343,6 +343,9 @@ var cliCMs = []ctl.CM{
 	{Owner: ctl.Owner{PID: 11, Comm: "cli", Ctx: 2}, ID: 3, Kind: ctl.CMActive, State: ctl.CMState(42), QP: 9,
 		Local: netip.MustParseAddrPort("[2001:db8::1]:50000"), Peer: netip.MustParseAddrPort("[2001:db8::2]:4791"),
 		MPARev: 1, IRD: 4, ORD: 4},
+	{Owner: ctl.Owner{PID: 11, Comm: "cli", Ctx: 2}, ID: 4, Kind: ctl.CMActive, State: ctl.CMEstablished, QP: 10,
+		Local: netip.MustParseAddrPort("192.0.2.1:50001"), Peer: netip.MustParseAddrPort("192.0.2.2:4792"),
+		Flags: ctl.ConnSCTP, IRD: 16, ORD: 16, SCTP: &ctl.SCTPSession{Assoc: 5, Stream: 2}},
 }
 
 func TestCMShow(t *testing.T) {
@@ -351,7 +354,8 @@ func TestCMShow(t *testing.T) {
 		"ID KIND     STATE       LOCAL               PEER               QP MPA                                 IRD/ORD PID COMM CTX\n" +
 		"1  listener listen      [::]:4791           *                  -  -                                   -       10  srv  1\n" +
 		"2  passive  established 192.0.2.1:4791      192.0.2.2:40000    7  v2,crc,markers-rx,p2p:read,enhanced 16/8    10  srv  1\n" +
-		"3  active   state42     [2001:db8::1]:50000 [2001:db8::2]:4791 9  v1                                  4/4     11  cli  2\n"
+		"3  active   state42     [2001:db8::1]:50000 [2001:db8::2]:4791 9  v1                                  4/4     11  cli  2\n" +
+		"4  active   established 192.0.2.1:50001     192.0.2.2:4792     10 sctp:assoc5/stream2                 16/16   11  cli  2\n"
 	for _, args := range [][]string{{"cm"}, {"cm", "show"}, {"cm", "list"}} {
 		code, out, errs := runCLI(t, f, args...)
 		if code != 0 || errs != "" || out != want {
@@ -360,11 +364,11 @@ func TestCMShow(t *testing.T) {
 	}
 	code, out, _ := runCLI(t, f, "-j", "cm")
 	var got []map[string]any
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got) != 3 {
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got) != 4 {
 		t.Fatalf("-j cm: code %d %v %q", code, err, out)
 	}
 	keys := "comm crc_errors ctx flags id ird kind local_addr local_port mpa_rev ord peer_addr peer_port pid qp " +
-		"rtr rx_bytes rx_fpdus state term_rcvd term_sent tx_bytes tx_fpdus"
+		"rtr rx_bytes rx_fpdus rx_kept rx_ooo rx_ooo_max rx_ooo_placed sctp state term_rcvd term_sent transport tx_bytes tx_fpdus"
 	for i, o := range got {
 		var ks []string
 		for k := range o {
@@ -414,10 +418,10 @@ func TestStats(t *testing.T) {
 		`"qps":[{"pid":10,"comm":"srv","ctx":1,"qp":7,"state":"rts","cm":2,"local_addr":"192.0.2.1","local_port":4791,` +
 		`"peer_addr":"192.0.2.2","peer_port":40000,"tx_bytes":100,"rx_bytes":200,"tx_fpdus":3,"rx_fpdus":4,"crc_errors":1,` +
 		`"term_sent":{"layer":1,"etype":2,"ecode":1,"name":"ddp/untagged-buffer/invalid-qn"},` +
-		`"term_rcvd":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"}},` +
+		`"term_rcvd":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"},"rx_ooo":0,"rx_ooo_max":0,"rx_ooo_placed":0,"rx_kept":0},` +
 		`{"pid":10,"comm":"srv","ctx":1,"qp":8,"state":"idle","cm":null,"local_addr":null,"local_port":null,` +
 		`"peer_addr":null,"peer_port":null,"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,` +
-		`"term_sent":null,"term_rcvd":null}]}` + "\n"
+		`"term_sent":null,"term_rcvd":null,"rx_ooo":0,"rx_ooo_max":0,"rx_ooo_placed":0,"rx_kept":0}]}` + "\n"
 	if code != 0 || out != wantJSON {
 		t.Errorf("-j stats: code %d\ngot  %s\nwant %s", code, out, wantJSON)
 	}

@@ -43,7 +43,7 @@ peer_port (null for listeners), flags (list of "crc", "markers-tx",
 "markers-rx", "p2p", "enhanced", "rfc7306"), mpa_rev (null before negotiation), rtr
 ("write", "read", "send"; null without p2p), ird, ord, and the counters
 of iwarpctl stats: tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
-term_sent, term_rcvd.`,
+term_sent, term_rcvd, rx_ooo, rx_ooo_max, rx_ooo_placed, rx_kept.`,
 		func(c client) error {
 			cms, err := c.CMs()
 			if err != nil {
@@ -81,13 +81,24 @@ func optID(id uint32) string {
 	return u32s(id)
 }
 
-// mpaString is the MPA column of cm show: "v2,crc,markers-rx,p2p:read".
+// mpaString is the MPA column of cm show: "v2,crc,markers-rx,p2p:read";
+// over SCTP the transport and the session's place, "sctp:assoc5/stream2".
 func mpaString(m ctl.CM) string {
 	var parts []string
+	if s := m.SCTP; s != nil {
+		p := "sctp"
+		if s.Assoc != 0 {
+			p = fmt.Sprintf("sctp:assoc%d/stream%d", s.Assoc, s.Stream)
+		}
+		parts = append(parts, p)
+	}
 	if m.MPARev != 0 {
 		parts = append(parts, "v"+strconv.Itoa(int(m.MPARev)))
 	}
 	for _, n := range m.Flags.Names() {
+		if n == "sctp" {
+			continue // the transport leads
+		}
 		if n == "p2p" {
 			n += ":" + m.RTR.String()
 		}
@@ -298,7 +309,12 @@ object with the numbers layer, etype, ecode and the text name - sent and
 rcvd). "qps": objects with the keys pid, comm, ctx, qp, state, cm (null
 without a connection), local_addr, local_port, peer_addr, peer_port (null
 without a connection), tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
-term_sent and term_rcvd (null, or a Terminate object as above).`,
+term_sent and term_rcvd (null, or a Terminate object as above), rx_ooo,
+rx_ooo_max and rx_ooo_placed: over SCTP, the DDP segments that arrived
+ahead of the DDP-SSN frontier, the farthest ahead one came, and the RDMA
+Writes, Read Responses and Sends among them placed as they came, and
+rx_kept, the octets held for them now (each charged 64 more; 0 over
+TCP).`,
 		show)
 	return cmd
 }

@@ -87,6 +87,26 @@ enum iwp_seq_verdict iwp_seq_arrive(struct iwp_seq *q, u16 ssn, bool record)
 }
 
 /*
+ * Take a chunk with SSN @ssn for later: as iwp_seq_arrive(), except that F
+ * itself is marked (IWP_SEQ_FRONT, F stays) rather than passed, so that
+ * iwp_seq_next() gives it once the session can act on it.
+ */
+enum iwp_seq_verdict iwp_seq_defer(struct iwp_seq *q, u16 ssn, bool record)
+{
+	enum iwp_seq_verdict v = iwp_seq_check(q, ssn, record);
+
+	if (v == IWP_SEQ_AHEAD)
+		return iwp_seq_arrive(q, ssn, record);
+	if (v == IWP_SEQ_FRONT) {
+		__set_bit(ssn & IWP_SEQ_MASK, q->map);
+		q->ahead++;
+		if (record)
+			q->records++;
+	}
+	return v;
+}
+
+/*
  * The next SSN to act on in DDP-SSN order: true with *@ssn = F and F moved
  * past it if F arrived ahead of its turn; false if F has not arrived.
  */

@@ -59,6 +59,7 @@ void iwp_seq_init(struct iwp_seq *q, unsigned long *map, u32 max_records);
 enum iwp_seq_verdict iwp_seq_check(const struct iwp_seq *q, u16 ssn,
 				   bool record);
 enum iwp_seq_verdict iwp_seq_arrive(struct iwp_seq *q, u16 ssn, bool record);
+enum iwp_seq_verdict iwp_seq_defer(struct iwp_seq *q, u16 ssn, bool record);
 bool iwp_seq_next(struct iwp_seq *q, u16 *ssn);
 void iwp_seq_record_done(struct iwp_seq *q);
 

@@ -760,6 +760,38 @@ static void t_seq_edges(void)
 	tc_report(&c, "seq/window_edges", "SCTP-25");
 }
 
+/* A session not ready to act keeps even F's chunk, until it is. */
+static void t_seq_defer(void)
+{
+	struct tcheck c = { 0 };
+	struct iwp_seq q;
+	u16 s;
+
+	iwp_seq_init(&q, seq_map, 8);
+	q.front = 1;
+	if (iwp_seq_defer(&q, 2, 1) != IWP_SEQ_AHEAD || iwp_seq_defer(&q, 1, 1) != IWP_SEQ_FRONT ||
+	    q.front != 1 || q.ahead != 2 || q.records != 2)
+		tc_fail(&c, "deferred: front %u ahead %u records %u", q.front, q.ahead, q.records);
+	/* F kept once: again is a duplicate, as are the ones behind it */
+	if (iwp_seq_defer(&q, 1, 1) != IWP_SEQ_DUP || iwp_seq_arrive(&q, 1, 1) != IWP_SEQ_DUP ||
+	    iwp_seq_defer(&q, 0, 1) != IWP_SEQ_OUTSIDE || iwp_seq_defer(&q, 1 + 32768, 1) != IWP_SEQ_OUTSIDE)
+		tc_fail(&c, "duplicates of a deferred F");
+	if (!iwp_seq_next(&q, &s) || s != 1 || !iwp_seq_next(&q, &s) || s != 2 ||
+	    iwp_seq_next(&q, &s) || q.front != 3 || q.ahead)
+		tc_fail(&c, "released: front %u ahead %u", q.front, q.ahead);
+	iwp_seq_record_done(&q);
+	iwp_seq_record_done(&q);
+	/* once released, arrivals at F are processed at once again */
+	if (iwp_seq_arrive(&q, 3, 1) != IWP_SEQ_FRONT || q.front != 4 || q.records)
+		tc_fail(&c, "after release");
+	/* the record bound holds for deferred chunks too */
+	iwp_seq_init(&q, seq_map, 1);
+	if (iwp_seq_defer(&q, 0, 1) != IWP_SEQ_FRONT || iwp_seq_defer(&q, 1, 1) != IWP_SEQ_FULL ||
+	    q.ahead != 1)
+		tc_fail(&c, "bound");
+	tc_report(&c, "seq/defer_until_ready", "SCTP-15");
+}
+
 static void t_seq_records(void)
 {
 	struct tcheck c = { 0 };
@@ -865,5 +897,6 @@ void run_sctp_tests(void)
 	t_seq_random();
 	t_seq_edges();
 	t_seq_records();
+	t_seq_defer();
 	t_seq_violations_keep_state();
 }

@@ -1,12 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # `make bench`: runs inside one guest (see tests/vm/cmd/bench). Measures
-# iperf3 (one TCP stream), sockperf (TCP ping-pong), siw with perftest (-R)
-# and iwarp with iwarp-perf on two topologies in this one boot:
+# iperf3 (one TCP stream, and one SCTP association with --sctp), sockperf
+# (TCP ping-pong), sctpping (SCTP ping-pong), siw with perftest (-R) and
+# iwarp with iwarp-perf on two topologies in this one boot:
 #   veth:     namespaces bl and br joined by a veth pair (MTU 1500)
 #   loopback: one namespace bo with a dummy device (the loopback path)
 # Every measurement is one block on stdout, parsed by the host:
-#   @@run topo=T impl=tcp|ours|siw op=tcp|write|read|send|atomic size=N crc=on|off metric=bw|lat|rate
+#   @@run topo=T impl=tcp|sctp|ours|siw op=tcp|sctp|write|read|send|atomic size=N crc=on|off metric=bw|lat|rate
 #   ...the tool's own output...
 #   @@end rc=N
 # Environment: IWARP_REPO; IWARP_SIW_DEFAULT and IWARP_SIW_CRC (siw.ko as
@@ -15,6 +16,7 @@ set -u
 repo=${IWARP_REPO:?}
 ctl="$repo/bin/iwarpctl"
 perf="$repo/bin/iwarp-perf"
+sctpping="$repo/bin/sctpping"
 siw_default=${IWARP_SIW_DEFAULT:-}
 siw_crc=${IWARP_SIW_CRC:-}
 quick=${BENCH_QUICK:-0}
@@ -124,9 +126,10 @@ block() {
 	echo "@@end rc=$?"
 }
 
-# wait_port PORT: until something listens on TCP PORT in srv_ns (a user
-# space server, or iwarp's and siw's kernel listeners) that takes
-# connections to srv_dev, 20 s at most. siw answers a wildcard rdma_listen
+# wait_port PORT [PROTO]: until something listens on PORT in srv_ns (a
+# user space server, or iwarp's and siw's kernel listeners) that takes
+# connections to srv_dev, 20 s at most. PROTO is ss's protocol flag: t
+# (TCP, the default) or S (SCTP). siw answers a wildcard rdma_listen
 # with a listener per siw device, each bound to its netdev's ifindex, all
 # in the server's namespace: on veth one of them is bound to the other
 # namespace's index and takes nothing, so seeing it proves nothing about
@@ -134,7 +137,7 @@ block() {
 wait_port() {
 	i=0
 	while [ $i -lt 200 ]; do
-		ip netns exec "$srv_ns" ss -Hltn "sport = :$1" | awk -v dev="$srv_dev" '
+		ip netns exec "$srv_ns" ss -Hl"${2:-t}"n "sport = :$1" | awk -v dev="$srv_dev" '
 			{ a = $4; sub(/:[0-9]+$/, "", a); if (a !~ /%/ || a ~ ("%" dev "$")) ok = 1 }
 			END { exit !ok }' && return 0
 		sleep 0.1
@@ -144,8 +147,17 @@ wait_port() {
 	return 1
 }
 
+# wait_listen PORT: wait_port for a TCP port, or for sctp:PORT an SCTP
+# one.
+wait_listen() {
+	case $1 in
+	sctp:*) wait_port "${1#sctp:}" S ;;
+	*) wait_port "$1" ;;
+	esac
+}
+
 # pair PORT SERVER-CMD -- CLIENT-CMD: server in srv_ns, client in cli_ns
-# once the server listens on PORT.
+# once the server listens on PORT (sctp:N for an SCTP port).
 pair() {
 	port=$1
 	shift
@@ -155,7 +167,7 @@ pair() {
 	# shellcheck disable=SC2086
 	ip netns exec "$srv_ns" timeout 150 $s >/tmp/bench-server.txt 2>&1 &
 	spid=$!
-	wait_port "$port"
+	wait_listen "$port"
 	ip netns exec "$cli_ns" timeout 120 "$@"
 	rc=$?
 	wait "$spid"
@@ -177,7 +189,7 @@ serve() {
 	# shellcheck disable=SC2086
 	ip netns exec "$srv_ns" $s >/tmp/bench-server.txt 2>&1 &
 	spid=$!
-	wait_port "$port"
+	wait_listen "$port"
 	ip netns exec "$cli_ns" timeout 120 "$@"
 	rc=$?
 	kill "$spid" 2>/dev/null
@@ -204,6 +216,29 @@ run_tcp() {
 	done
 }
 
+# Raw SCTP, the ceiling of DDP over SCTP beside raw TCP's (docs/SCTP.md
+# 6.4): iperf3 --sctp, one association, at the TCP rows' sizes, and
+# sctpping, SCTP's sockperf ping-pong, at the latency sizes (8 octets
+# exactly: sctpping has no header of its own). SCTP takes a message whole
+# or fails with EMSGSIZE above the send buffer, by default
+# net.core.wmem_default (208 KiB): iperf3 asks 4 MiB buffers (-w, as the
+# module's sctp_sndbuf), which the core limits allow for these rows only.
+run_sctp() {
+	wmax=$(sysctl -n net.core.wmem_max)
+	rmax=$(sysctl -n net.core.rmem_max)
+	sysctl -qw net.core.wmem_max=$((8 << 20)) net.core.rmem_max=$((8 << 20))
+	for s in $bw_sizes; do
+		block "topo=$1 impl=sctp op=sctp size=$s crc=off metric=bw" \
+			pair 5201 iperf3 -s -1 -- iperf3 --sctp -c "$addr" -t "$tcp_secs" -l "$s" -w 4M -J
+	done
+	sysctl -qw net.core.wmem_max="$wmax" net.core.rmem_max="$rmax"
+	for s in $lat_sizes; do
+		block "topo=$1 impl=sctp op=sctp size=$s crc=off metric=lat" \
+			serve sctp:11112 "$sctpping" -s -B "$addr" -p 11112 -- \
+			"$sctpping" -c "$addr" -p 11112 -m "$s" -t "$tcp_secs"
+	done
+}
+
 ours_bw() { # topo op size crc
 	block "topo=$1 impl=ours op=$2 size=$3 crc=$4 metric=bw" \
 		pair 18515 "$perf" -j -- "$perf" -j -t "$2" -s "$3" -n "$(iters_for "$3")" --crc "$4" "$addr"
@@ -217,6 +252,25 @@ ours_rate() { # topo op size crc: operations per second (msg_rate)
 ours_lat() { # topo op size crc
 	block "topo=$1 impl=ours op=$2 size=$3 crc=$4 metric=lat" \
 		pair 18515 "$perf" -j -- "$perf" -j --lat -t "$2" -s "$3" -n "$lat_iters" --crc "$4" "$addr"
+}
+
+# Ours over SCTP (RFC 5043; docs/SCTP.md 6.4): the bandwidth and latency
+# rows of Write, Read and Send without MPA (SCTP's own CRC32c), beside
+# ours over TCP in the same rows (impl ours-sctp). The SCTP server binds
+# the topology's address.
+run_ours_sctp() {
+	for op in write read send; do
+		for sz in $bw_sizes; do
+			block "topo=$1 impl=ours-sctp op=$op size=$sz crc=off metric=bw" \
+				pair sctp:18515 "$perf" -j --transport sctp -B "$addr" -- \
+				"$perf" -j --transport sctp -t $op -s "$sz" -n "$(iters_for "$sz")" "$addr"
+		done
+		for sz in $lat_sizes; do
+			block "topo=$1 impl=ours-sctp op=$op size=$sz crc=off metric=lat" \
+				pair sctp:18515 "$perf" -j --transport sctp -B "$addr" -- \
+				"$perf" -j --transport sctp --lat -t $op -s "$sz" -n "$lat_iters" "$addr"
+		done
+	done
 }
 
 # siw_pair HEADER PAIR-ARGS...: pair for perftest on siw. Its client now
@@ -285,6 +339,8 @@ for topo in veth loopback; do
 	echo "@@topo $topo"
 	ip netns exec "$cli_ns" ip -o link | sed 's/^/@@info /'
 	run_tcp $topo
+	run_sctp $topo
+	run_ours_sctp $topo
 	if [ -n "$siw_default" ] && siw_up "$siw_default"; then
 		run_rows $topo off 1
 	else

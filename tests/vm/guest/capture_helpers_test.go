@@ -34,9 +34,15 @@ type capture struct {
 // for the dissectors to find the stream; it returns once dumpcap captures.
 func startCapture(t *testing.T, ns, iface string) *capture {
 	t.Helper()
+	return startCaptureOf(t, ns, iface, "tcp")
+}
+
+// startCaptureOf is startCapture with a capture filter of its own ("sctp").
+func startCaptureOf(t *testing.T, ns, iface, filter string) *capture {
+	t.Helper()
 	c := &capture{file: filepath.Join(t.TempDir(), iface+".pcapng")}
 	// -a filesize bounds a runaway capture (KB); -B keeps bursts.
-	c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-i", iface, "-f", "tcp",
+	c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-i", iface, "-f", filter,
 		"-w", c.file, "-a", "filesize:400000", "-B", "16")
 	c.cmd.Stderr = &c.errb
 	c.cmd.WaitDelay = 5 * time.Second // a child left holding stderr

@@ -296,9 +296,7 @@ func (p *malPeer) drain() malStream {
 }
 
 // checkTermStream checks that the target sent exactly one FPDU, the
-// Terminate want (RDMAP-9, RDMAP-11: QN 2, MSN 1, MO 0, L, RFC layout),
-// and then ended the stream. sent is the offending ULPDU: when the
-// Terminate carries the Terminated DDP Header it must be that header.
+// Terminate want (checkTermSeg), and then ended the stream.
 func checkTermStream(t *testing.T, s malStream, want wire.TerminateError, sent []byte) {
 	t.Helper()
 	if s.framing != nil {
@@ -310,7 +308,15 @@ func checkTermStream(t *testing.T, s malStream, want wire.TerminateError, sent [
 	if len(s.segs) != 1 {
 		t.Fatalf("target sent %d FPDUs, want exactly one Terminate: %+v", len(s.segs), s.segs)
 	}
-	g := s.segs[0]
+	checkTermSeg(t, s.segs[0], want, sent)
+}
+
+// checkTermSeg checks that g, a segment the target sent, is the Terminate
+// want (RDMAP-9, RDMAP-11: QN 2, MSN 1, MO 0, L, RFC layout). sent is the
+// offending ULPDU: when the Terminate carries the Terminated DDP Header it
+// must be that header.
+func checkTermSeg(t *testing.T, g wire.Segment, want wire.TerminateError, sent []byte) {
+	t.Helper()
 	if g.Opcode != wire.OpTerminate || g.Tagged || !g.Last || g.DV != wire.DDPVersion || g.RV != wire.RDMAPVersion ||
 		g.QN != wire.QNTerminate || g.MSN != 1 || g.MO != 0 || g.NoHeader || g.Terminate.Short {
 		t.Fatalf("not a well-formed Terminate: %+v", g)

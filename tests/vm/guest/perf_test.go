@@ -64,10 +64,23 @@ func runPerf(t *testing.T, tp *Topology, port int, args ...string) (client, serv
 // little longer).
 func runPerfWithin(t *testing.T, tp *Topology, port int, d time.Duration, args ...string) (client, server perfResult) {
 	t.Helper()
+	return runPerfServer(t, tp, port, d, nil, args...)
+}
+
+// runPerfServer is runPerfWithin with srvArgs for the server too; with
+// "--transport sctp" among them the server listens over SCTP on TopoB4.
+func runPerfServer(t *testing.T, tp *Topology, port int, d time.Duration, srvArgs []string,
+	args ...string) (client, server perfResult) {
+	t.Helper()
 	bin := perfBin(t)
 	p := fmt.Sprint(port)
-	srv := startIn(t, tp.B, d+time.Minute, bin, "-j", "-p", p, "--timeout", (d + 30*time.Second).String())
-	waitListen(t, tp.B, port, listenTimeout, srv)
+	srv := startIn(t, tp.B, d+time.Minute, bin, append([]string{"-j", "-p", p, "--timeout", (d + 30*time.Second).String()},
+		srvArgs...)...)
+	if slices.Contains(srvArgs, "sctp") {
+		waitSCTPListen(t, tp.B, port, listenTimeout, srv)
+	} else {
+		waitListen(t, tp.B, port, listenTimeout, srv)
+	}
 	cli := startIn(t, tp.A, d+time.Minute, bin, append(append([]string{"-j", "-p", p, "--timeout", d.String()}, args...), TopoB4)...)
 	cout, cliErr := cli.wait()
 	if cliErr != nil && !srv.exited() {

@@ -123,14 +123,19 @@ func linkUp(t *testing.T, tp *Topology, flags ctl.LinkFlags) {
 var rdmaPort atomic.Uint32
 
 // connectPair listens on b (in tp.B at addr) and dials from a, with p for the
-// Dial; it returns the Reply's private data seen by a.
+// Dial; it returns the Reply's private data seen by a. With p.SCTP the
+// listener and the session are SCTP's.
 func connectPair(t *testing.T, a, b *rdmaEnd, tp *Topology, addr netip.Addr, p *userlib.ConnParams) []byte {
 	t.Helper()
 	port := uint16(20000 + rdmaPort.Add(1))
 	var l *userlib.Listener
 	if err := RunInNetns(tp.B, func() error {
 		var err error
-		l, err = b.ctx.Listen(netip.AddrPortFrom(addr, port), 16)
+		if p != nil && p.SCTP != nil {
+			l, err = b.ctx.ListenSCTP(netip.AddrPortFrom(addr, port), 16, nil)
+		} else {
+			l, err = b.ctx.Listen(netip.AddrPortFrom(addr, port), 16)
+		}
 		return err
 	}); err != nil {
 		t.Fatalf("listen: %v", err)

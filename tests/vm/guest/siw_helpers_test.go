@@ -8,7 +8,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -291,12 +293,25 @@ func runIn(t *testing.T, ns string, timeout time.Duration, name string, args ...
 // kernel sockets of the namespace), failing early if p, when given, exits.
 func waitListen(t *testing.T, ns string, port int, timeout time.Duration, p *peerProc) {
 	t.Helper()
+	waitListenOn(t, ns, "TCP", port, timeout, p, tcpListening)
+}
+
+// waitSCTPListen is waitListen for an SCTP listener.
+func waitSCTPListen(t *testing.T, ns string, port int, timeout time.Duration, p *peerProc) {
+	t.Helper()
+	waitListenOn(t, ns, "SCTP", port, timeout, p, sctpListening)
+}
+
+// waitListenOn polls listening (run in ns) for port until it is true.
+func waitListenOn(t *testing.T, ns, proto string, port int, timeout time.Duration, p *peerProc,
+	listening func(int) (bool, error)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		var found bool
 		err := RunInNetns(ns, func() error {
 			var err error
-			found, err = tcpListening(port)
+			found, err = listening(port)
 			return err
 		})
 		if err != nil {
@@ -310,10 +325,30 @@ func waitListen(t *testing.T, ns string, port int, timeout time.Duration, p *pee
 			t.Fatalf("%s exited before listening on %d: %v\n%s%s", p.desc, port, err, out, p.errOutput())
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on TCP port %d in %s after %v", port, ns, timeout)
+			t.Fatalf("nothing listens on %s port %d in %s after %v", proto, port, ns, timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// sctpListening reads the calling thread's namespace's SCTP endpoints
+// (ENDPT SOCK STY SST HBKT LPORT ...; SST 10 is LISTEN).
+func sctpListening(port int) (bool, error) {
+	b, err := os.ReadFile("/proc/thread-self/net/sctp/eps")
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // sctp.ko not loaded yet: nothing listens
+	}
+	if err != nil {
+		return false, err
+	}
+	want := strconv.Itoa(port)
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 5 && f[3] == "10" && f[5] == want {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // tcpListening reads the calling thread's namespace's TCP tables.

@@ -70,7 +70,8 @@ func parseRuns(out string) (runs []benchRun, notes []string, err error) {
 // value extracts the figure of a run: Gb/s for bandwidth, millions of
 // operations per second for a rate (ours only: iwarp-perf's msg_rate), µs
 // (median, half round trip for write and send, whole round trip for read
-// and atomic: wholeRoundTrip) for latency.
+// and atomic: wholeRoundTrip; half round trips for raw TCP and SCTP) for
+// latency.
 func (r *benchRun) value() (float64, error) {
 	if r.rc != 0 {
 		return 0, fmt.Errorf("exit status %d: %s", r.rc, lastLines(r.client+r.server, 3))
@@ -81,7 +82,12 @@ func (r *benchRun) value() (float64, error) {
 			return sockperfMedian(r.client)
 		}
 		return iperf3Gbps(r.client)
-	case "ours":
+	case "sctp":
+		if r.metric == "lat" {
+			return sctppingMedian(r.client)
+		}
+		return iperf3Gbps(r.client)
+	case "ours", "ours-sctp":
 		return oursValue(r.client, r.metric)
 	case "siw":
 		v, err := perftestValue(r.client, r.metric)
@@ -152,6 +158,32 @@ func sockperfMedian(s string) (float64, error) {
 	return 0, fmt.Errorf("no sockperf median in %q", lastLines(s, 3))
 }
 
+// sctppingMedian reads the median half round trip (µs) of sctpping's
+// report line ("sctpping: size=8 samples=N ... median_us=24.400 ...").
+func sctppingMedian(s string) (float64, error) {
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(l, "sctpping: size=") {
+			continue
+		}
+		for _, kv := range strings.Fields(l) {
+			v, ok := strings.CutPrefix(kv, "median_us=")
+			if !ok {
+				continue
+			}
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("sctpping median %q: %w", l, err)
+			}
+			if f <= 0 {
+				return 0, fmt.Errorf("sctpping reports a median of %v", f)
+			}
+			return f, nil
+		}
+		return 0, fmt.Errorf("no median in sctpping's line %q", l)
+	}
+	return 0, fmt.Errorf("no sctpping report in %q", lastLines(s, 3))
+}
+
 func oursValue(s, metric string) (float64, error) {
 	var o struct {
 		Gbps    float64 `json:"gbps"`
@@ -211,6 +243,11 @@ func perftestValue(s, metric string) (float64, error) {
 // ours and of siw's that succeeded; the rounds alternate ours and siw, so
 // both see the same stretch of the boot). A figure not measured is null:
 // Siw always in atomic rows (siwImplements).
+//
+// A raw transport row (Op "sctp") holds raw SCTP (iperf3 --sctp,
+// sctpping) in SCTP beside raw TCP at the same size and metric, Ours and
+// Siw null, Rounds SCTP's runs. The sctp key is absent from the other rows
+// and from a transport row whose every run failed.
 type Row struct {
 	Topo   string   `json:"topo"`
 	Op     string   `json:"op"`
@@ -220,9 +257,16 @@ type Row struct {
 	Ours   *float64 `json:"ours"`
 	Siw    *float64 `json:"siw"`
 	TCP    *float64 `json:"tcp"`
-	Unit   string   `json:"unit"`
-	Rounds int      `json:"rounds"`
+	SCTP   *float64 `json:"sctp,omitempty"`
+	// OursSCTP is ours over SCTP (iwarp-perf --transport sctp) in the
+	// rows without CRC; absent elsewhere.
+	OursSCTP *float64 `json:"ours_sctp,omitempty"`
+	Unit     string   `json:"unit"`
+	Rounds   int      `json:"rounds"`
 }
+
+// transportRow tells the raw transport rows (raw SCTP beside raw TCP).
+func (r *Row) transportRow() bool { return r.Op == "sctp" }
 
 // wholeRoundTrip tells the latency rows whose figures are whole round
 // trips (a Read, a FetchAdd: request and response, as ib_read_lat reports
@@ -260,8 +304,8 @@ func rows(runs []benchRun) ([]Row, []error) {
 		size                  int
 	}
 	type entry struct {
-		row       Row
-		ours, siw []float64
+		row                       Row
+		ours, siw, sctp, oursSCTP []float64
 	}
 	tcp := map[string][]float64{} // topo/metric/size -> Gb/s or µs
 	byKey := map[key]*entry{}
@@ -280,6 +324,7 @@ func rows(runs []benchRun) ([]Row, []error) {
 			}
 			continue
 		}
+		// Raw SCTP: a row of its own, the TCP figure beside it.
 		k := key{r.topo, r.op, r.crc, r.metric, r.size}
 		e := byKey[k]
 		if e == nil {
@@ -296,15 +341,22 @@ func rows(runs []benchRun) ([]Row, []error) {
 			e.ours = append(e.ours, v)
 		case "siw":
 			e.siw = append(e.siw, v)
+		case "sctp":
+			e.sctp = append(e.sctp, v)
+		case "ours-sctp":
+			e.oursSCTP = append(e.oursSCTP, v)
 		}
 	}
 	out := make([]Row, 0, len(order))
 	for _, k := range order {
 		e := byKey[k]
 		row := e.row
-		row.Ours, row.Siw = median(e.ours), median(e.siw)
-		row.Rounds = max(len(e.ours), len(e.siw))
+		row.Ours, row.Siw, row.OursSCTP = median(e.ours), median(e.siw), median(e.oursSCTP)
+		row.Rounds = max(len(e.ours), len(e.siw), len(e.sctp), len(e.oursSCTP))
 		row.TCP = median(tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)])
+		if row.transportRow() {
+			row.SCTP = median(e.sctp)
+		}
 		if row.TCP != nil && row.Metric == "lat" && wholeRoundTrip(row.Op) {
 			// sockperf's round trip, as the row's other figures.
 			rt := 2 * *row.TCP
@@ -313,7 +365,7 @@ func rows(runs []benchRun) ([]Row, []error) {
 		out = append(out, row)
 	}
 	metricRank := map[string]int{"bw": 0, "rate": 1, "lat": 2}
-	opRank := map[string]int{"write": 0, "read": 1, "send": 2, "atomic": 3}
+	opRank := map[string]int{"write": 0, "read": 1, "send": 2, "atomic": 3, "sctp": 4}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		switch {
@@ -363,12 +415,22 @@ func sizeText(n int) string {
 // still ours/other: below 1 means ours is faster. A figure missing is "-"
 // (not measured, or every run failed), siw's in a row of an operation siw
 // does not implement "n/a", and so its ratio, explained under the table.
+// The raw transport rows follow in a table of their own: SCTP beside TCP
+// and SCTP/TCP.
 func table(rs []Row) string {
 	var b strings.Builder
 	na := false
 	fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
 		"TOPO", "OP", "SIZE", "CRC", "KIND", "OURS", "SIW", "TCP", "OURS/SIW", "OURS/TCP", "UNIT")
+	var raw, overSCTP []Row
 	for _, r := range rs {
+		if r.transportRow() {
+			raw = append(raw, r)
+			continue
+		}
+		if r.OursSCTP != nil {
+			overSCTP = append(overSCTP, r)
+		}
 		siw, oursSiw := figure(r.Siw), ratio(r.Ours, r.Siw)
 		if r.Siw == nil && !siwImplements(r.Op) {
 			siw, oursSiw, na = "n/a", "n/a", true
@@ -379,6 +441,32 @@ func table(rs []Row) string {
 	}
 	if na {
 		b.WriteString("n/a: siw implements no RFC 7306 operation (atomic: FetchAdd)\n")
+	}
+	if len(overSCTP) > 0 {
+		// Raw SCTP at the same size and kind, where it was measured.
+		rawSCTP := map[string]*float64{}
+		for _, r := range raw {
+			rawSCTP[fmt.Sprint(r.Topo, "/", r.Metric, "/", r.Size)] = r.SCTP
+		}
+		fmt.Fprintf(&b, "\n%-9s %-6s %-5s %-4s %9s %9s %9s %9s %9s %s\n",
+			"TOPO", "OP", "SIZE", "KIND", "OURS/TCP", "OURS/SCTP", "RAW-SCTP", "SCTP/TCP", "OURS/RAW", "UNIT")
+		for _, r := range overSCTP {
+			rs := rawSCTP[fmt.Sprint(r.Topo, "/", r.Metric, "/", r.Size)]
+			if r.Metric == "lat" && wholeRoundTrip(r.Op) {
+				rs = nil // sctpping's half round trip is not a Read's
+			}
+			fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %9s %9s %9s %9s %9s %s\n",
+				r.Topo, r.Op, sizeText(r.Size), r.Metric, figure(r.Ours), figure(r.OursSCTP), figure(rs),
+				ratio(r.OursSCTP, r.Ours), ratio(r.OursSCTP, rs), r.Unit)
+		}
+	}
+	if len(raw) > 0 {
+		fmt.Fprintf(&b, "\n%-9s %-9s %-5s %-4s %9s %9s %9s %s\n",
+			"TOPO", "TRANSPORT", "SIZE", "KIND", "TCP", "SCTP", "SCTP/TCP", "UNIT")
+		for _, r := range raw {
+			fmt.Fprintf(&b, "%-9s %-9s %-5s %-4s %9s %9s %9s %s\n",
+				r.Topo, "raw", sizeText(r.Size), r.Metric, figure(r.TCP), figure(r.SCTP), ratio(r.SCTP, r.TCP), r.Unit)
+		}
 	}
 	return b.String()
 }

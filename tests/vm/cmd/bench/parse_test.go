@@ -302,23 +302,17 @@ func TestLatencyRows(t *testing.T) {
 		got = append(got, strings.Join([]string{r.Topo, r.Op, strconv.Itoa(r.Size), r.CRC,
 			"ours=" + f(r.Ours), "siw=" + f(r.Siw), "tcp=" + f(r.TCP), "rounds=" + strconv.Itoa(r.Rounds)}, " "))
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameRows(t, got, want)
 
 	tab := table(rs)
-	for _, l := range []string{
+	tableHas(t, tab,
 		"veth      read   8     off  lat     50.000    55.300    48.800      0.90      1.02 us",
 		"veth      read   4K    on   lat        100       120    80.000      0.83      1.25 us",
 		"veth      atomic 8     off  lat     45.000       n/a    48.800       n/a      0.92 us",
 		"loopback  read   8     on   lat     52.000         -    50.000         -      1.04 us",
 		"loopback  atomic 8     on   lat     47.000       n/a    50.000       n/a      0.94 us",
 		"n/a: siw implements no RFC 7306 operation (atomic: FetchAdd)",
-	} {
-		if !strings.Contains(tab, l+"\n") {
-			t.Errorf("no line %q in the table:\n%s", l, tab)
-		}
-	}
+	)
 
 	// JSON: the same shape as every row, null where not measured.
 	b, err := json.Marshal(rs[6])
@@ -368,5 +362,143 @@ func TestRateRow(t *testing.T) {
 	}
 	if tb := table(rs); !strings.Contains(tb, "rate") || !strings.Contains(tb, "M/s") || !strings.Contains(tb, "n/a") {
 		t.Fatalf("table:\n%s", tb)
+	}
+}
+
+// TestSCTPRows: raw SCTP (iperf3 --sctp, sctpping) makes rows of its own
+// with the raw TCP figure of the same size beside it, in a table under the
+// main one; the other rows keep their shape (no sctp key).
+func TestSCTPRows(t *testing.T) {
+	block := func(header, client string, rc int) string {
+		return "@@run " + header + "\n" + client + "@@server\n@@end rc=" + strconv.Itoa(rc) + "\n"
+	}
+	iperf := func(bps string) string {
+		return `{"start": {}, "end": {"sum_received": {"bits_per_second": ` + bps + `}}}` + "\n"
+	}
+	ping := func(median string) string {
+		return "sctpping: size=8 samples=4000 min_us=20.000 median_us=" + median + " avg_us=31.000 p99_us=80.000 max_us=400.000\n"
+	}
+	out := "@@topo veth\n" +
+		block("topo=veth impl=tcp op=tcp size=4096 crc=off metric=bw", iperf("2.0e9"), 0) +
+		block("topo=veth impl=tcp op=tcp size=8 crc=off metric=lat", sockperfOut("24.400"), 0) +
+		block("topo=veth impl=tcp op=tcp size=4096 crc=off metric=lat", sockperfOut("40.000"), 0) +
+		block("topo=veth impl=sctp op=sctp size=4096 crc=off metric=bw", iperf("0.5e9"), 0) +
+		block("topo=veth impl=sctp op=sctp size=8 crc=off metric=lat", ping("30.500"), 0) +
+		block("topo=veth impl=sctp op=sctp size=4096 crc=off metric=lat", "sctpping: connect: connection refused\n", 1) +
+		block("topo=veth impl=ours op=write size=8 crc=off metric=lat", `{"role":"client","lat_us":{"p50":26}}`+"\n", 0) +
+		"@@done\n"
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "veth sctp sctp 4096 crc off lat: exit status 1") {
+		t.Fatalf("errors %v", errs)
+	}
+	var got []string
+	for _, r := range rs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(b))
+	}
+	want := []string{
+		`{"topo":"veth","op":"sctp","size":4096,"crc":"off","metric":"bw","ours":null,"siw":null,"tcp":2,"sctp":0.5,"unit":"Gb/s","rounds":1}`,
+		`{"topo":"veth","op":"write","size":8,"crc":"off","metric":"lat","ours":26,"siw":null,"tcp":24.4,"unit":"us","rounds":1}`,
+		`{"topo":"veth","op":"sctp","size":8,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":24.4,"sctp":30.5,"unit":"us","rounds":1}`,
+		`{"topo":"veth","op":"sctp","size":4096,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":40,"unit":"us","rounds":0}`,
+	}
+	sameRows(t, got, want)
+	tab := table(rs)
+	tableHas(t, tab,
+		"veth      write  8     off  lat     26.000         -    24.400         -      1.07 us",
+		"TOPO      TRANSPORT SIZE  KIND       TCP      SCTP  SCTP/TCP UNIT",
+		"veth      raw       4K    bw       2.000     0.500      0.25 Gb/s",
+		"veth      raw       8     lat     24.400    30.500      1.25 us",
+		"veth      raw       4K    lat     40.000         -         - us",
+	)
+	if strings.Count(tab, "sctp") != 0 {
+		t.Errorf("a transport row in the main table:\n%s", tab)
+	}
+}
+
+func TestSctppingMedian(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		want float64
+		ok   bool
+	}{
+		{"x\nsctpping: size=8 samples=3 min_us=1.000 median_us=2.500 avg_us=2.000 p99_us=3.000 max_us=3.000\n", 2.5, true},
+		{"sctpping: listening on 10.9.0.2:11112\n", 0, false},
+		{"sctpping: size=8 samples=3 median_us=x\n", 0, false},
+		{"sctpping: size=8 samples=3 median_us=0.000\n", 0, false},
+		{"sctpping: size=8 samples=3 avg_us=1.000\n", 0, false},
+	} {
+		v, err := sctppingMedian(c.out)
+		if (err == nil) != c.ok || v != c.want {
+			t.Errorf("%q: %v, %v; want %v", c.out, v, err, c.want)
+		}
+	}
+}
+
+// TestOursSCTPRows: ours over SCTP joins ours over TCP's row (no CRC) and
+// gets a table of its own beside raw SCTP at the same size.
+func TestOursSCTPRows(t *testing.T) {
+	block := func(header, client string) string {
+		return "@@run " + header + "\n" + client + "@@server\n@@end rc=0\n"
+	}
+	bw := func(gbps string) string { return `{"role":"client","gbps":` + gbps + `}` + "\n" }
+	out := "@@topo veth\n" +
+		block("topo=veth impl=sctp op=sctp size=4096 crc=off metric=bw", `{"start": {}, "end": {"sum_received": {"bits_per_second": 0.5e9}}}`+"\n") +
+		block("topo=veth impl=ours-sctp op=write size=4096 crc=off metric=bw", bw("0.2")) +
+		block("topo=veth impl=ours-sctp op=write size=4096 crc=off metric=bw", bw("0.3")) +
+		block("topo=veth impl=ours op=write size=4096 crc=off metric=bw", bw("1.0")) +
+		block("topo=veth impl=ours op=write size=4096 crc=on metric=bw", bw("0.8")) +
+		block("topo=veth impl=ours-sctp op=read size=8 crc=off metric=lat", `{"role":"client","lat_us":{"p50":150}}`+"\n") +
+		"@@done\n"
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	var got []string
+	for _, r := range rs {
+		b, _ := json.Marshal(r)
+		got = append(got, string(b))
+	}
+	want := []string{
+		`{"topo":"veth","op":"write","size":4096,"crc":"off","metric":"bw","ours":1,"siw":null,"tcp":null,"ours_sctp":0.25,"unit":"Gb/s","rounds":2}`,
+		`{"topo":"veth","op":"write","size":4096,"crc":"on","metric":"bw","ours":0.8,"siw":null,"tcp":null,"unit":"Gb/s","rounds":1}`,
+		`{"topo":"veth","op":"sctp","size":4096,"crc":"off","metric":"bw","ours":null,"siw":null,"tcp":null,"sctp":0.5,"unit":"Gb/s","rounds":1}`,
+		`{"topo":"veth","op":"read","size":8,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":null,"ours_sctp":150,"unit":"us","rounds":1}`,
+	}
+	sameRows(t, got, want)
+	tab := table(rs)
+	tableHas(t, tab,
+		"TOPO      OP     SIZE  KIND  OURS/TCP OURS/SCTP  RAW-SCTP  SCTP/TCP  OURS/RAW UNIT",
+		"veth      write  4K    bw       1.000     0.250     0.500      0.25      0.50 Gb/s",
+		"veth      read   8     lat          -       150         -         -         - us",
+	)
+}
+
+// sameRows fails the test unless the rows, one text each, are want.
+func sameRows(t *testing.T, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// tableHas fails the test for each of lines missing from the table tab.
+func tableHas(t *testing.T, tab string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(tab, l+"\n") {
+			t.Errorf("no line %q in the table:\n%s", l, tab)
+		}
 	}
 }

@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * DDP Stream Sessions over SCTP (RFC 5043 6, docs/SCTP.md 2.3): listeners,
+ * the session control exchange (Initiate, Accept, Reject, Terminate; PPID
+ * 17) and the demultiplexing of an association's messages by stream. The
+ * counterpart of cm_mpa.c for the second transport.
+ *
+ * Each session is a struct iwarp_conn (xport SCTP, no socket of its own)
+ * bound to one stream of its association (conn->assoc, conn->sid). The
+ * receive engine (rx_work, rx_mutex) never sends and never takes
+ * assoc->lock: what it learns it records (in the slot or the session, the
+ * latter under conn->lock) and hands to a work that may.
+ *
+ * Only the side that connected an association initiates sessions on it;
+ * an Initiate on one this side connected is answered by Terminate, so the
+ * two sides never pick one stream at once. DDP segments (PPID 16) and the
+ * Session Terminate of an open session go through the session's DDP-SSN
+ * sequencer (sctp_rx.c); the transmit side is sctp_tx.c.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <net/genetlink.h>
+#include <net/ipv6.h>
+#include <net/sock.h>
+
+#include "cm.h"
+#include "cm_int.h"
+#include "conn.h"
+#include "ctx.h"
+#include "link.h"
+#include "proto/sctp.h"
+#include "qp.h"
+#include "sctp_assoc.h"
+#include "sctp_rx.h"
+#include "sctp_session.h"
+#include "sctp_sock.h"
+#include "xport.h"
+
+/* sctp_answer when the association went down before the answer came */
+#define IWARP_SCTP_ANSWER_DOWN	0xffff
+
+/* ------------------------------------------------------------ sending */
+
+/*
+ * A session control chunk on stream @sid, under assoc->lock (the close
+ * clears the socket under it): 0, or the send's error.
+ */
+static int iwarp_sctp_ctl_send(struct iwarp_assoc *a, u16 sid, u16 ssn, u16 func,
+			       const u8 *pd, u16 pd_len)
+{
+	u8 *buf;
+	int n, err;
+
+	lockdep_assert_held(&a->lock);
+	if (!a->sock || a->state != IWARP_ASSOC_UP)
+		return -ENOTCONN;
+	buf = kmalloc(IWP_SCTP_CTL_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	n = iwp_sctp_ctl_build(ssn, func, pd, pd_len, buf, IWP_SCTP_CTL_MAX);
+	err = n < 0 ? n : iwarp_sctp_send(a->sock, sid, IWP_SCTP_PPID_CONTROL, buf, n, false);
+	kfree(buf);
+	pr_debug("assoc %u stream %u: %s sent (%d)\n", a->id, sid, iwp_sctp_func_name(func), err);
+	return err;
+}
+
+/* Sets a slot's session and state; assoc->lock held, rx_mutex taken. */
+static void iwarp_slot_set(struct iwarp_assoc *a, u16 sid, struct iwarp_conn *conn, u8 state)
+{
+	lockdep_assert_held(&a->lock);
+	mutex_lock(&a->rx_mutex);
+	a->slots[sid].conn = conn;
+	a->slots[sid].state = state;
+	if (state == IWARP_SLOT_INITIATE_SENT) {
+		/* A new session: nothing of an old one applies. */
+		a->slots[sid].peer_term = false;
+		a->slots[sid].term_owed = false;
+	}
+	if (!conn)
+		a->slots[sid].answered = false;
+	if (state == IWARP_SLOT_FREE) {
+		kfree(a->slots[sid].pd);
+		a->slots[sid].pd = NULL;
+		a->slots[sid].peer_term = false;
+	}
+	mutex_unlock(&a->rx_mutex);
+}
+
+/* --------------------------------------------------- RTS without engines */
+
+/*
+ * The session is open: the QP's state for the verbs, in RTS. IRD and ORD
+ * are this side's (no negotiation over SCTP yet, docs/SCTP.md 2.7).
+ */
+static int iwarp_sctp_start(struct iwarp_conn *conn)
+{
+	struct iwarp_assoc *a = conn->assoc;
+	struct iwarp_qp *qp = conn->qp;
+	bool resume;
+
+	conn->ord = max_t(u32, conn->pol.ord, 1);
+	conn->ord_max = conn->pol.ord;
+	conn->ird = max_t(u32, conn->pol.ird, 1);
+	conn->ird_max = conn->pol.ird;
+	if (iwarp_conn_queues(conn))
+		return -ENOMEM;
+	mutex_lock(&conn->tx_lock);
+	/* The association ended since the Accept came (iwarp_assoc_close()). */
+	if (conn->sctp_tx_off) {
+		mutex_unlock(&conn->tx_lock);
+		return -READ_ONCE(conn->tcp_err) ?: -ECONNRESET;
+	}
+	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
+	conn->fpdu_mode = true;		/* the doorbell reaches the engine */
+	mutex_unlock(&conn->tx_lock);
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
+	/* What came before RTS was kept: rx_work acts on it now. */
+	mutex_lock(&a->rx_mutex);
+	resume = iwarp_sctp_rx_start(conn);
+	if (resume)
+		set_bit(IWARP_ASSOC_RX_RESUME, &a->flags);
+	mutex_unlock(&a->rx_mutex);
+	if (resume)
+		iwarp_assoc_rx_kick(a);
+	return 0;
+}
+
+/* ------------------------------------------------------------ active side */
+
+static void iwarp_sctp_arm(struct iwarp_conn *conn)
+{
+	long left = (long)(conn->deadline - jiffies);
+
+	iwarp_conn_get(conn);
+	if (!queue_delayed_work(iwarp_cm_wq, &conn->cm_work, max(left, 0L)))
+		iwarp_conn_put(conn);
+}
+
+/*
+ * A free stream, never-used ones first (a reused one may see old chunks
+ * late); U16_MAX if none, *@waiting if one will free (quarantine, drain).
+ */
+static u16 iwarp_sctp_pick(struct iwarp_assoc *a, bool *waiting)
+{
+	u16 i, pick = U16_MAX;
+
+	*waiting = false;
+	mutex_lock(&a->rx_mutex);
+	for (i = 0; i < a->nstreams; i++) {
+		const struct iwarp_sctp_slot *s = &a->slots[i];
+
+		*waiting |= s->state == IWARP_SLOT_QUARANTINE || s->state == IWARP_SLOT_DRAIN;
+		/* A Terminate still owed there would end the new session. */
+		if (s->state != IWARP_SLOT_FREE || s->term_owed)
+			continue;
+		if (!s->used) {
+			pick = i;
+			break;
+		}
+		if (pick == U16_MAX)
+			pick = i;
+	}
+	mutex_unlock(&a->rx_mutex);
+	return pick;
+}
+
+/*
+ * Takes a stream for @conn on its association if it is up and sends the
+ * Initiate: 0, 1 to wait (the association is being set up, or every
+ * stream is busy and one is in quarantine: the session stays a waiter and
+ * is kicked), or why not (the association's end; EBUSY: every stream
+ * carries a session).
+ */
+static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
+{
+	struct iwarp_assoc *a = conn->assoc;
+	bool quarantined;
+	int err = -EBUSY;
+	u16 pick;
+
+	mutex_lock(&a->lock);
+	if (a->state == IWARP_ASSOC_SETUP && !list_empty(&conn->assoc_node)) {
+		mutex_unlock(&a->lock);
+		return 1;
+	}
+	if (a->state != IWARP_ASSOC_UP) {
+		err = a->err ?: -ECONNRESET;
+		goto out;
+	}
+	/* The close takes a->lock after setting closing: no slot for it. */
+	if (READ_ONCE(conn->closing)) {
+		err = -ECONNABORTED;
+		goto out;
+	}
+	pick = iwarp_sctp_pick(a, &quarantined);
+	if (pick == U16_MAX && quarantined && iwarp_assoc_drain(a))
+		pick = iwarp_sctp_pick(a, &quarantined);
+	if (pick == U16_MAX) {
+		/* One in quarantine frees once the Terminates are through. */
+		if (quarantined) {
+			if (list_empty(&conn->assoc_node))
+				list_add_tail(&conn->assoc_node, &a->waiters);
+			mutex_unlock(&a->lock);
+			return 1;
+		}
+		goto out;
+	}
+	/* The receive side first: the answer and data may overtake each other. */
+	if (!conn->srx && iwarp_sctp_rx_alloc(conn, 1)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	list_del_init(&conn->assoc_node);
+	conn->sid = pick;
+	a->slots[pick].used = true;
+	iwarp_conn_get(conn);		/* the slot's */
+	iwarp_slot_set(a, pick, conn, IWARP_SLOT_INITIATE_SENT);
+	err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn++, IWP_SCTP_INITIATE,
+				  conn->own_pd, conn->own_pd_len);
+out:
+	list_del_init(&conn->assoc_node);
+	mutex_unlock(&a->lock);
+	return err;
+}
+
+/*
+ * An active session's setup (cm_work): an association, a stream, the
+ * Initiate, then the answer rx_work records: Accept (RTS), Reject
+ * (REJECTED with its private data), Terminate (UNREACHABLE, ECONNREFUSED).
+ */
+void iwarp_sctp_session_work(struct iwarp_conn *conn)
+{
+	unsigned long flags;
+	u16 answer;
+	int err;
+
+	switch (conn->mpa_step) {
+	case IWARP_MPA_START:
+		conn->deadline = jiffies + msecs_to_jiffies(conn->timeout_ms);
+		err = iwarp_assoc_join(conn, conn->params.sctp_local_set ?
+				       &conn->params.sctp_local : NULL,
+				       conn->params.sctp_streams ?: IWARP_SCTP_STREAMS_DEFAULT,
+				       !conn->params.sctp_new_assoc);
+		if (err)
+			goto fail;
+		conn->mpa_step = IWARP_MPA_CONNECT;
+		iwarp_sctp_arm(conn);
+		return;
+	case IWARP_MPA_CONNECT:
+		err = iwarp_sctp_take_stream(conn);
+		if (err == 1) {
+			if (time_after_eq(jiffies, conn->deadline)) {
+				err = -ETIMEDOUT;
+				goto fail;
+			}
+			iwarp_sctp_arm(conn);	/* or kicked when it is up or down */
+			return;
+		}
+		if (err)
+			goto fail;
+		conn->mpa_step = IWARP_MPA_READ;
+		iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_REPLY);
+		iwarp_sctp_arm(conn);
+		return;
+	case IWARP_MPA_READ:
+		spin_lock_irqsave(&conn->lock, flags);
+		answer = conn->sctp_answer;
+		spin_unlock_irqrestore(&conn->lock, flags);
+		if (!answer) {
+			if (time_before(jiffies, conn->deadline)) {
+				iwarp_sctp_arm(conn);
+				return;
+			}
+			/* No Terminate: the stream stays quarantined (2.3). */
+			err = -ETIMEDOUT;
+			goto fail;
+		}
+		conn->mpa_step = IWARP_MPA_DONE;
+		if (answer == IWARP_SCTP_ANSWER_DOWN) {
+			/* The association ended first (iwarp_sctp_session_down()). */
+			err = -READ_ONCE(conn->tcp_err) ?: -ECONNRESET;
+			goto fail;
+		}
+		if (answer == IWP_SCTP_REJECT) {
+			conn->res.peer_reject = true;
+			err = -ECONNREFUSED;
+			goto fail;
+		}
+		if (answer != IWP_SCTP_ACCEPT) {
+			err = -ECONNREFUSED;
+			goto fail;
+		}
+		err = iwarp_sctp_start(conn);
+		if (err)
+			goto fail;
+		iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, conn->peer_pd,
+			       conn->peer_pd_len);
+		return;
+	default:
+		return;
+	}
+fail:
+	conn->mpa_step = IWARP_MPA_DONE;
+	iwarp_cm_dial_failed(conn, err);
+}
+
+/* ------------------------------------------------------------ passive side */
+
+/*
+ * From the association's cm_work (assoc->lock held): a session for each
+ * Initiate rx_work noted, as a request the ULP answers; a listener gone
+ * or full gets a Terminate. Slots owing a Terminate are sent one.
+ */
+void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
+{
+	struct iwarp_conn *lsn = a->lsn, *conn;
+	struct iwarp_sctp_slot *s;
+	bool owed, want;
+	u16 i, ssn;
+
+	lockdep_assert_held(&a->lock);
+	for (i = 0; a->slots && i < a->nstreams; i++) {
+		s = &a->slots[i];
+		mutex_lock(&a->rx_mutex);
+		owed = s->term_owed;
+		ssn = s->term_ssn;
+		s->term_owed = false;
+		want = s->state == IWARP_SLOT_INITIATE_RCVD && !s->conn;
+		mutex_unlock(&a->rx_mutex);
+		if (owed &&
+		    iwarp_sctp_ctl_send(a, i, ssn, IWP_SCTP_TERMINATE, NULL, 0) == -EAGAIN) {
+			/*
+			 * Again once SCTP has room (rx_work sees the space),
+			 * and in a while anyway: room freed before the bit
+			 * was set woke no one.
+			 */
+			mutex_lock(&a->rx_mutex);
+			s->term_owed = true;
+			mutex_unlock(&a->rx_mutex);
+			set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+			iwarp_assoc_retry(a);
+		}
+		if (!want)
+			continue;
+		conn = NULL;
+		if (lsn && !READ_ONCE(lsn->closing)) {
+			if (atomic_inc_return(&lsn->pending) <= lsn->backlog)
+				conn = iwarp_conn_alloc(a->ctx, IWARP_CM_KIND_PASSIVE);
+			/* The Initiate was DDP-SSN 0: the peer's data starts at 1. */
+			if (conn && iwarp_sctp_rx_alloc(conn, 1)) {
+				iwarp_conn_put(conn);
+				conn = NULL;
+			}
+			if (!conn)
+				atomic_dec(&lsn->pending);
+		}
+		if (conn) {
+			/* Complete before rx_work can reach it through the slot. */
+			conn->xport = IWARP_XPORT_SCTP;
+			iwarp_assoc_get(a);
+			WRITE_ONCE(conn->assoc, a);
+			conn->sid = i;
+			conn->local = a->local;
+			conn->peer = a->peer;
+			iwarp_conn_get(lsn);
+			conn->lsn = lsn;
+			atomic_set(&conn->pending_counted, 1);
+			conn->pol.ird = lsn->pol.ird;
+			conn->pol.ord = lsn->pol.ord;
+			conn->rfc7306 = lsn->rfc7306;
+			conn->state = IWARP_CM_STATE_MPA_WAIT_ACCEPT;
+		}
+		mutex_lock(&a->rx_mutex);
+		/* Withdrawn meanwhile (the peer's Terminate): nothing to do. */
+		if (s->state != IWARP_SLOT_INITIATE_RCVD || s->conn) {
+			mutex_unlock(&a->rx_mutex);
+			if (conn)
+				iwarp_conn_close(conn, true);	/* unpends, drops */
+			continue;
+		}
+		if (!conn) {
+			/*
+			 * SCTP-12: a finite number pending; the rest refused.
+			 * Initiate then Terminate is the whole session.
+			 */
+			s->state = IWARP_SLOT_FREE;
+			s->peer_term = false;
+			kfree(s->pd);
+			s->pd = NULL;
+			mutex_unlock(&a->rx_mutex);
+			iwarp_sctp_ctl_send(a, i, 0, IWP_SCTP_TERMINATE, NULL, 0);
+			continue;
+		}
+		memcpy(conn->peer_pd, s->pd, s->pd_len);
+		conn->peer_pd_len = s->pd_len;
+		kfree(s->pd);
+		s->pd = NULL;
+		iwarp_conn_get(conn);	/* the slot's */
+		s->conn = conn;
+		s->peer_term = false;
+		s->answered = false;
+		mutex_unlock(&a->rx_mutex);
+		/* Once listed, a close can take it: keep our own reference. */
+		iwarp_conn_get(conn);
+		if (iwarp_conn_publish(conn))
+			iwarp_cm_close_async(conn);
+		else
+			iwarp_cm_event(conn, IWARP_EVENT_CONNECT_REQUEST, 0, 0, conn->peer_pd,
+				       conn->peer_pd_len);
+		iwarp_conn_put(conn);
+	}
+}
+
+int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_len)
+{
+	struct iwarp_assoc *a = conn->assoc;
+	int err;
+
+	mutex_lock(&a->lock);
+	if (READ_ONCE(conn->closing)) {
+		err = -ECONNABORTED;
+	} else if (a->slots && a->slots[conn->sid].conn == conn) {
+		/* Open before the Accept goes: the peer's data may follow it at once. */
+		if (func == IWP_SCTP_ACCEPT)
+			iwarp_slot_set(a, conn->sid, conn, IWARP_SLOT_OPEN);
+		err = iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn, func, pd, pd_len);
+		if (!err)
+			conn->sctp_tx_ssn++;	/* not taken by a chunk that never went */
+		if (err && func == IWP_SCTP_ACCEPT)
+			iwarp_slot_set(a, conn->sid, conn, IWARP_SLOT_INITIATE_RCVD);
+		/* A Reject ends the session: no Terminate follows it. */
+		if (!err && func == IWP_SCTP_REJECT) {
+			mutex_lock(&a->rx_mutex);
+			a->slots[conn->sid].answered = true;
+			mutex_unlock(&a->rx_mutex);
+		}
+	} else {
+		err = -ECONNABORTED;
+	}
+	mutex_unlock(&a->lock);
+	if (!err && func == IWP_SCTP_ACCEPT)
+		err = iwarp_sctp_start(conn);
+	return err;
+}
+
+/* ---------------------------------------------------------------- ending */
+
+/*
+ * The association of @conn ended while its Initiate awaited the answer
+ * (iwarp_assoc_close(), the slot detached, tcp_err set): the Dial fails.
+ */
+void iwarp_sctp_session_down(struct iwarp_conn *conn)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (!conn->sctp_answer)
+		conn->sctp_answer = IWARP_SCTP_ANSWER_DOWN;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	iwarp_cm_kick(conn);
+}
+
+/*
+ * iwarp_conn_close() of a session: the Terminate, unless the session
+ * never reached the peer or ended otherwise, and the stream to quarantine
+ * (free once both Terminates went). The association is checked for
+ * idleness. The session keeps its reference until released.
+ */
+void iwarp_sctp_session_close(struct iwarp_conn *conn)
+{
+	struct iwarp_assoc *a = conn->assoc;
+	struct iwarp_sctp_slot *s;
+	bool put = false;
+
+	mutex_lock(&a->lock);
+	list_del_init(&conn->assoc_node);
+	s = a->slots && conn->sid < a->nstreams ? &a->slots[conn->sid] : NULL;
+	if (s && s->conn == conn) {
+		bool answered;
+		u16 ssn;
+		u8 state;
+
+		mutex_lock(&a->rx_mutex);
+		answered = s->answered;
+		state = s->state;
+		/* The peer's Terminate came, though not acted on (kept, or a QP in error). */
+		if (iwarp_sctp_rx_term_seen(conn->srx))
+			s->peer_term = true;
+		mutex_unlock(&a->rx_mutex);
+		/*
+		 * No Terminate after a Reject or a Terminate answering the
+		 * Initiate, nor for an Initiate not answered yet.
+		 */
+		/*
+		 * The transmit engine sends no more: the Terminate takes the
+		 * DDP-SSN after the last segment SCTP took.
+		 */
+		mutex_lock(&conn->tx_lock);
+		conn->sctp_tx_off = true;
+		ssn = conn->sctp_tx_ssn++;
+		mutex_unlock(&conn->tx_lock);
+		/* No room now: owed, cm_work sends it once there is (quarantine waits). */
+		if (!answered && state != IWARP_SLOT_INITIATE_SENT &&
+		    iwarp_sctp_ctl_send(a, conn->sid, ssn, IWP_SCTP_TERMINATE,
+					NULL, 0) == -EAGAIN) {
+			mutex_lock(&a->rx_mutex);
+			s->term_owed = true;
+			s->term_ssn = ssn;
+			mutex_unlock(&a->rx_mutex);
+			set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+		}
+		/*
+		 * Off the stream, with the peer's Terminate as rx_work saw it
+		 * up to now (later ones find the stream without a session):
+		 * after a Reject or a Terminate answering the Initiate nothing
+		 * of the session follows (free); an unanswered Initiate may
+		 * still get its answer, and a session waits for the peer's
+		 * Terminate (quarantine); with both sent, the side that
+		 * initiates reuses the stream once ours is acknowledged
+		 * (drain), the other at once.
+		 */
+		mutex_lock(&a->rx_mutex);
+		if (s->answered)
+			state = IWARP_SLOT_FREE;
+		else if (!s->peer_term || s->state == IWARP_SLOT_INITIATE_SENT)
+			state = IWARP_SLOT_QUARANTINE;
+		else
+			state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+		s->conn = NULL;
+		s->state = state;
+		s->answered = false;
+		if (state == IWARP_SLOT_FREE) {
+			kfree(s->pd);
+			s->pd = NULL;
+			s->peer_term = false;
+		}
+		/* rx_work no longer finds the session: what it kept goes. */
+		iwarp_sctp_rx_free(conn);
+		mutex_unlock(&a->rx_mutex);
+		if (state == IWARP_SLOT_DRAIN)
+			iwarp_assoc_drain(a);	/* acknowledged already? */
+		put = true;
+	}
+	mutex_unlock(&a->lock);
+	if (put)
+		iwarp_conn_put(conn);	/* the slot's; the caller holds another */
+	iwarp_assoc_kick(a);		/* idle now? */
+}
+
+/* --------------------------------------------------------------- receive */
+
+/*
+ * A session control chunk, in rx_work: recorded for the work that acts on
+ * it. Anything outside the legal sequences (SCTP-16..18) ends the session.
+ */
+void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chunk *c)
+{
+	struct iwarp_sctp_slot *s = &a->slots[sid];
+	struct iwarp_conn *conn = s->conn;
+	unsigned long flags;
+	bool close = false;
+
+	switch (c->func) {
+	case IWP_SCTP_INITIATE:
+		/* A Terminate still owed on the stream makes it busy too. */
+		if (c->ssn || s->state != IWARP_SLOT_FREE || a->active || s->term_owed) {
+			/* Ours to initiate, or the stream is busy. */
+			if (conn) {
+				close = true;
+				break;
+			}
+			if (s->state == IWARP_SLOT_FREE || s->state == IWARP_SLOT_QUARANTINE) {
+				s->term_owed = true;
+				s->term_ssn = 0;
+				a->rx_requests = true;
+			}
+			a->rx_dropped++;
+			return;
+		}
+		s->pd = kmemdup(c->data ?: (const u8 *)"", c->len, GFP_KERNEL);
+		if (!s->pd && c->len) {
+			s->term_owed = true;
+			s->term_ssn = 0;
+			a->rx_requests = true;
+			return;
+		}
+		s->pd_len = c->len;
+		s->state = IWARP_SLOT_INITIATE_RCVD;
+		s->peer_term = false;
+		a->rx_requests = true;
+		return;
+	case IWP_SCTP_ACCEPT:
+	case IWP_SCTP_REJECT:
+		if (!conn && s->state == IWARP_SLOT_QUARANTINE && !c->ssn) {
+			/* The answer to an Initiate we gave up on (Dial timeout). */
+			if (c->func == IWP_SCTP_REJECT) {
+				s->state = IWARP_SLOT_FREE;
+				a->rx_requests = true;
+			} else {
+				s->term_owed = true;	/* then its Terminate frees it */
+				s->term_ssn = 1;
+				a->rx_requests = true;
+			}
+			return;
+		}
+		if (!conn || s->state != IWARP_SLOT_INITIATE_SENT || c->ssn) {
+			if (conn)
+				close = true;
+			else
+				a->rx_dropped++;
+			break;
+		}
+		spin_lock_irqsave(&conn->lock, flags);
+		if (!conn->sctp_answer) {
+			conn->sctp_answer = c->func;
+			memcpy(conn->peer_pd, c->data, c->len);
+			conn->peer_pd_len = c->len;
+		}
+		spin_unlock_irqrestore(&conn->lock, flags);
+		if (c->func == IWP_SCTP_REJECT)
+			s->answered = true;
+		else
+			s->state = IWARP_SLOT_OPEN;
+		iwarp_cm_kick(conn);
+		return;
+	case IWP_SCTP_TERMINATE:
+		if (!conn) {
+			if (s->state == IWARP_SLOT_INITIATE_RCVD) {
+				/* Withdrawn before a session was made: nothing sent. */
+				kfree(s->pd);
+				s->pd = NULL;
+				s->state = IWARP_SLOT_FREE;
+				a->rx_requests = true;
+			} else if (s->state == IWARP_SLOT_QUARANTINE) {
+				/*
+				 * Both Terminates went. The side that initiates
+				 * reuses the stream once ours is acknowledged.
+				 */
+				s->state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+				a->rx_dry = true;
+				a->rx_requests = true;	/* a Dial may wait for it */
+			} else {
+				a->rx_dropped++;	/* no session to end */
+			}
+			return;
+		}
+		s->peer_term = true;
+		if (s->state == IWARP_SLOT_INITIATE_SENT) {
+			spin_lock_irqsave(&conn->lock, flags);
+			if (!conn->sctp_answer)
+				conn->sctp_answer = IWP_SCTP_TERMINATE;
+			spin_unlock_irqrestore(&conn->lock, flags);
+			s->answered = true;
+			iwarp_cm_kick(conn);
+			return;
+		}
+		/* The peer ended the session: DISCONNECTED, as after a FIN. */
+		iwarp_cm_close_async(conn);
+		return;
+	}
+	if (close)
+		iwarp_sctp_rx_violation(conn);
+}
+
+/* An Initiate on free stream @sid refused: Terminate with DDP-SSN 0 (SCTP-18). */
+static void iwarp_sctp_refuse(struct iwarp_assoc *a, u16 sid)
+{
+	a->slots[sid].term_owed = true;
+	a->slots[sid].term_ssn = 0;
+	a->rx_requests = true;
+}
+
+void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r,
+			   const u8 *buf, u32 len)
+{
+	struct iwarp_conn *conn;
+	struct iwp_sctp_chunk c;
+	struct iwp_term err;
+	u8 state;
+
+	lockdep_assert_held(&a->rx_mutex);
+	/* SCTP delivers no data before COMM_UP, which set the slots up. */
+	if (!r->info || !a->slots || r->sid >= a->nstreams) {
+		a->rx_dropped++;
+		return;
+	}
+	if (!r->unordered)
+		a->rx_ordered++;
+	conn = a->slots[r->sid].conn;
+	if (iwp_sctp_parse(r->ppid, buf, len, &c, &err)) {
+		pr_debug("assoc %u stream %u: chunk rejected (%d)\n", a->id, r->sid, c.why);
+		if (conn) {
+			iwarp_sctp_rx_violation(conn);
+		} else if (c.ppid == IWP_SCTP_PPID_CONTROL && c.func == IWP_SCTP_INITIATE &&
+			   a->slots[r->sid].state == IWARP_SLOT_FREE) {
+			/* An Initiate we cannot take (private data too long): SCTP-18. */
+			iwarp_sctp_refuse(a, r->sid);
+		} else {
+			a->rx_dropped++;
+		}
+		return;
+	}
+	if (c.ppid == IWP_SCTP_PPID_SEGMENT) {
+		if (!conn && a->slots[r->sid].state == IWARP_SLOT_INITIATE_RCVD) {
+			/*
+			 * Data before our Accept (SCTP-16), even before the
+			 * request was raised: the Initiate is refused, no
+			 * request raised.
+			 */
+			kfree(a->slots[r->sid].pd);
+			a->slots[r->sid].pd = NULL;
+			a->slots[r->sid].state = IWARP_SLOT_FREE;
+			iwarp_sctp_refuse(a, r->sid);
+		} else if (!conn) {
+			a->rx_dropped++;	/* no session: a closed one's late chunk */
+		} else if (a->slots[r->sid].state == IWARP_SLOT_INITIATE_RCVD) {
+			/* Data before our Accept (SCTP-16): nothing is kept for it. */
+			cmpxchg(&conn->tcp_err, 0, EPROTO);
+			iwarp_cm_close_async(conn);
+		} else {
+			iwarp_sctp_rx_chunk(a, conn, &c);
+		}
+		return;
+	}
+	pr_debug("assoc %u stream %u: %s received, ssn %u, slot state %u\n", a->id, r->sid,
+		 iwp_sctp_func_name(c.func), c.ssn, a->slots[r->sid].state);
+	/*
+	 * A session's Terminate follows its data in DDP-SSN order, not in
+	 * arrival order; only the answer to our Initiate is SSN 0.
+	 */
+	state = a->slots[r->sid].state;
+	if (c.func == IWP_SCTP_TERMINATE && conn && conn->srx && c.ssn &&
+	    (state == IWARP_SLOT_OPEN || state == IWARP_SLOT_INITIATE_SENT)) {
+		iwarp_sctp_rx_chunk(a, conn, &c);
+		return;
+	}
+	iwarp_sctp_ctl_rx(a, r->sid, &c);
+}
+
+/* ---------------------------------------------------------- policy, listen */
+
+#define IWARP_SCTP_IRD_DEFAULT	16
+#define IWARP_SCTP_ORD_DEFAULT	16
+
+/* IRD, ORD and RFC 7306 of a session: the overrides, else the defaults. */
+void iwarp_sctp_policy(struct iwarp_conn *conn, const struct iwarp_cm_params *p)
+{
+	conn->pol.ird = (p->set & IWARP_LINK_SET_IRD) ? p->ird : IWARP_SCTP_IRD_DEFAULT;
+	conn->pol.ord = (p->set & IWARP_LINK_SET_ORD) ? p->ord : IWARP_SCTP_ORD_DEFAULT;
+	conn->rfc7306 = (p->set & IWARP_LINK_SET_FLAGS) && (p->flags & IWARP_LINK_F_RFC7306);
+}
+
+static bool iwarp_addr_any(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		/* ::ffff:0.0.0.0 binds the IPv4 wildcard. */
+		return ipv6_addr_any(a6) || (ipv6_addr_v4mapped(a6) && !a6->s6_addr32[3]);
+	}
+	return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+int iwarp_sctp_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr,
+		      const struct iwarp_laddrs *more, u32 backlog, u16 streams, u32 *id,
+		      struct netlink_ext_ack *extack)
+{
+	struct iwarp_cm_params none = {};
+	struct iwarp_conn *lsn;
+	struct socket *sock;
+	int err;
+
+	/* RFC 5043 7.2: an endpoint binds the addresses it means to use. */
+	if (iwarp_addr_any(addr)) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_CM_ADDR: an SCTP listener binds an address, not the wildcard (RFC 5043 7.2)");
+		return -EINVAL;
+	}
+	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
+	if (!lsn)
+		return -ENOMEM;
+	lsn->xport = IWARP_XPORT_SCTP;
+	lsn->backlog = backlog;
+	lsn->params.sctp_streams = streams;
+	iwarp_sctp_policy(lsn, &none);
+	err = iwarp_sctp_sock_new(ctx->net, addr->ss_family, streams, &sock);
+	if (err) {
+		if (err == -EPROTONOSUPPORT || err == -ESOCKTNOSUPPORT)
+			NL_SET_ERR_MSG(extack, "IWARP_A_CM_TRANSPORT: SCTP is not available in this kernel (sctp module)");
+		goto fail;
+	}
+	spin_lock_bh(&lsn->lock);
+	lsn->sock = sock;
+	spin_unlock_bh(&lsn->lock);
+	return iwarp_cm_listen_sock(lsn, addr, more, backlog, id, extack);
+fail:
+	iwarp_conn_close(lsn, true);
+	return err;
+}
+
+/*
+ * The listener's cm_work: an association for each socket accept() has.
+ * At most the backlog of associations per listener; others are aborted.
+ */
+void iwarp_sctp_accept_work(struct iwarp_conn *lsn)
+{
+	struct socket *ns;
+
+	/* Not before iwarp_sctp_listen() published it: it kicks us then. */
+	if (!READ_ONCE(lsn->published))
+		return;
+	while (!READ_ONCE(lsn->closing) && !kernel_accept(lsn->sock, &ns, O_NONBLOCK)) {
+		if (atomic_inc_return(&lsn->assocs) > lsn->backlog) {
+			atomic_dec(&lsn->assocs);
+			sock_no_linger(ns->sk);	/* the release sends ABORT */
+			sock_release(ns);
+			continue;
+		}
+		/* Counted until the association is released (sctp_assoc.c). */
+		iwarp_assoc_accepted(lsn, ns, lsn->params.sctp_streams);
+	}
+}
