@@ -354,10 +354,7 @@ func sctpDeathRound(t *testing.T, role string, kill bool) {
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("the survivor's transfer ended: %v", err)
 	}
-	if err := p.drain(t0.Add(deathKillBound)); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.checkFlushed(); err != nil {
+	if err := p.settle(t0.Add(deathKillBound)); err != nil {
 		t.Fatal(err)
 	}
 	// A Terminate sent or received, or the QP's own failure, would have
@@ -498,10 +495,7 @@ func sctpRawPeerEnds(t *testing.T, abort bool) {
 		}
 	}
 	for i, p := range pumps {
-		if err := p.drain(t0.Add(deathKillBound)); err != nil {
-			t.Fatalf("stream %d: %v", i, err)
-		}
-		if err := p.checkFlushed(); err != nil {
+		if err := p.settle(t0.Add(deathKillBound)); err != nil {
 			t.Fatalf("stream %d: %v", i, err)
 		}
 		err := p.qp.Err()
