@@ -24,6 +24,7 @@
 
 #include "compat.h"
 #include "conn.h"
+#include "sctp_assoc.h"
 #include "sctp_sock.h"
 #include "txbuf.h"
 #include "xport.h"
@@ -99,6 +100,18 @@ int iwarp_sctp_push(struct iwarp_conn *conn)
 			smp_mb__after_atomic();
 			err = iwarp_sctp_send(a->sock, conn->sid, IWP_SCTP_PPID_SEGMENT,
 					      p + IWARP_SCTP_TX_LEN, clen, more);
+		}
+		if (err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN) {
+			/*
+			 * SCTP refuses sends once the association ended (an
+			 * ABORT, COMM_LOST, the peer's SHUTDOWN) before rx_work
+			 * has read why: the association's close ends every
+			 * session with that reason (docs/SCTP.md 2.6, SCTP-27),
+			 * as over TCP once the socket reported its end
+			 * (iwarp_tx_ended()). Nothing more is sent.
+			 */
+			WRITE_ONCE(conn->sctp_tx_off, true);
+			iwarp_assoc_rx_kick(a);
 		}
 		if (err)
 			return err;

@@ -319,6 +319,15 @@ func (p *pump) drain(deadline time.Time) error {
 	return nil
 }
 
+// settle drains (until deadline) and checks the statuses: the survivor's
+// work all came back, each done or flushed.
+func (p *pump) settle(deadline time.Time) error {
+	if err := p.drain(deadline); err != nil {
+		return err
+	}
+	return p.checkFlushed()
+}
+
 // checkFlushed checks the statuses of the completions: every receive
 // flushed (none was consumed) and the RDMA operations either done or
 // flushed.

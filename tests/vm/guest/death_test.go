@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,9 +66,9 @@ func TestDeath(t *testing.T) {
 	t.Logf("seed %d (IWARP_DEATH_SEED=%d repeats it)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
 	t.Run("kill", func(t *testing.T) { deathKills(t, rng) })
-	t.Run("link-down-transfer", func(t *testing.T) { deathLinkDown(t, true, deathTimeoutMs) })
-	t.Run("link-down-idle", func(t *testing.T) { deathLinkDown(t, false, deathTimeoutMs) })
-	t.Run("link-down-default", func(t *testing.T) { deathLinkDown(t, true, 0) })
+	t.Run("link-down-transfer", func(t *testing.T) { deathLinkDown(t, deathTCP, linkDownA, true, deathTimeoutMs) })
+	t.Run("link-down-idle", func(t *testing.T) { deathLinkDown(t, deathTCP, linkDownA, false, deathTimeoutMs) })
+	t.Run("link-down-default", func(t *testing.T) { deathLinkDown(t, deathTCP, linkDownA, true, 0) })
 	t.Run("netns-deleted", func(t *testing.T) { deathNetnsDeleted(t, rng) })
 	checkNoStuckTask(t)
 	reloadModule(t)
@@ -79,21 +80,31 @@ func init() {
 		return
 	}
 	err := deathChild(spec)
+	if err == nil {
+		os.Exit(0) // ended by SIGTERM
+	}
 	fmt.Fprintln(os.Stderr, "death child:", err)
 	os.Exit(1) // it runs until killed
 }
 
 // deathChild is the other side: "client,ADDR" dials ADDR, "server,ADDR"
-// listens there and accepts one request. Each side sends its region's
-// address and STag as private data and then keeps Writes and Reads to the
-// other's region outstanding (pump). It prints "listening" or "dialing",
-// "connected", then "transfer" after the first completions.
+// listens there and accepts one request; with ",sctp" after them the
+// session is DDP's over SCTP. Each side sends its region's address and
+// STag as private data and then keeps Writes and Reads to the other's
+// region outstanding (pump). It prints "listening" or "dialing",
+// "connected", then "transfer" after the first completions. SIGTERM ends
+// it normally in the middle of that: it closes its context, the
+// connection up and its work outstanding, and returns nil.
 func deathChild(spec string) error {
-	role, a, _ := strings.Cut(spec, ",")
+	role, rest, _ := strings.Cut(spec, ",")
+	a, over, _ := strings.Cut(rest, ",")
 	addr, err := netip.ParseAddrPort(a)
 	if err != nil {
 		return err
 	}
+	sctp := over == "sctp"
+	term, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	c, qp, cq, mr, err := openChildEnd(deathSize, 64)
 	if err != nil {
 		return err
@@ -108,12 +119,21 @@ func deathChild(spec string) error {
 	var peer []byte
 	switch role {
 	case "client":
+		dial := *mine
+		if sctp {
+			dial.SCTP = &userlib.SCTPParams{}
+		}
 		fmt.Println("dialing")
-		if peer, err = qp.Dial(ctx, addr, mine); err != nil {
+		if peer, err = qp.Dial(ctx, addr, &dial); err != nil {
 			return err
 		}
 	case "server":
-		l, err := c.Listen(addr, 4)
+		var l *userlib.Listener
+		if sctp {
+			l, err = c.ListenSCTP(addr, 4, nil)
+		} else {
+			l, err = c.Listen(addr, 4)
+		}
 		if err != nil {
 			return err
 		}
@@ -134,12 +154,16 @@ func deathChild(spec string) error {
 		return err
 	}
 	first := true
-	return p.run(context.Background(), func(int) {
+	err = p.run(term, func(int) {
 		if first {
 			fmt.Println("transfer")
 			first = false
 		}
 	})
+	if term.Err() != nil {
+		return c.Close()
+	}
+	return err
 }
 
 // regionDesc is an MR's address and STag as private data.
@@ -162,7 +186,9 @@ type deathProc struct {
 	exited chan error
 }
 
-func startDeathChild(t *testing.T, ns, role string, addr netip.AddrPort) *deathProc {
+// startDeathChild starts a death child in ns as role with addr; over
+// ("sctp") follows them in its spec.
+func startDeathChild(t *testing.T, ns, role string, addr netip.AddrPort, over ...string) *deathProc {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -170,7 +196,8 @@ func startDeathChild(t *testing.T, ns, role string, addr netip.AddrPort) *deathP
 	}
 	p := &deathProc{lines: make(chan string, 8), exited: make(chan error, 1)}
 	p.cmd = exec.Command("ip", "netns", "exec", ns, exe)
-	p.cmd.Env = append(os.Environ(), deathChildEnv+"="+role+","+addr.String())
+	spec := strings.Join(append([]string{role, addr.String()}, over...), ",")
+	p.cmd.Env = append(os.Environ(), deathChildEnv+"="+spec)
 	p.cmd.Stderr = &p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -222,6 +249,20 @@ func (p *deathProc) kill(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child: %v, want killed by SIGKILL; stderr: %s", err, p.stderr.String())
+	}
+}
+
+// terminate ends the child with SIGTERM and checks that it exited 0: it
+// closed its context with its connection up (deathChild).
+func (p *deathProc) terminate(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	for range p.lines {
+	}
+	err := <-p.exited
+	p.exited <- err // for the cleanup
+	if err != nil {
+		t.Fatalf("child: %v, want exit 0 after SIGTERM; stderr: %s", err, p.stderr.String())
 	}
 }
 
@@ -395,11 +436,8 @@ func deathKillRound(t *testing.T, tp *Topology, role, phase string, delay time.D
 		awaitNothingListed(t, tp.B, deathKillBound)
 		return 0
 	}
-	if err := p.drain(t0.Add(deathKillBound)); err != nil {
+	if err := p.settle(t0.Add(deathKillBound)); err != nil {
 		t.Fatalf("survivor (QP %s): %v", state, err)
-	}
-	if err := p.checkFlushed(); err != nil {
-		t.Fatal(err)
 	}
 	took := p.last.Sub(t0)
 	t.Logf("killed %v after the %s mark; the survivor's %d RDMA operations done before it, the last of its work completed %v after the kill: %v",
@@ -433,14 +471,47 @@ func qpState(t *testing.T, ns string, id uint32) string {
 	return ""
 }
 
-// deathLinkDown takes the link of A's side down under a connection (with
-// Writes and Reads outstanding on both sides when transfer is set, else
-// only receives posted) and measures how long each side's posted work
-// takes to complete: nothing arrives any more, so only the module's peer
-// timeout (peer_timeout_ms; ms, or the default when 0) ends it.
-func deathLinkDown(t *testing.T, transfer bool, ms int) {
+// deathTransport is what a death case runs over: MPA over TCP (links
+// with CRC), or DDP over SCTP (sctp_death_test.go).
+type deathTransport struct {
+	params *userlib.ConnParams // the Dial's; nil for TCP
+	// gaveUp are the reasons a disconnection may carry once the peer
+	// went silent.
+	gaveUp []error
+	// released, if set, waits until the transport holds nothing of a
+	// connection in namespace ns, its context still open.
+	released func(t *testing.T, ns string)
+}
+
+// deathTCP: TCP gives up because the peer went silent, or with the last
+// error its retransmissions met (A's route went with its link; B's
+// neighbour stopped answering).
+var deathTCP = &deathTransport{gaveUp: []error{syscall.ETIMEDOUT, syscall.ENETUNREACH, syscall.EHOSTUNREACH}}
+
+// linkDownA takes the link of A's side down: nothing passes any more.
+func linkDownA(t *testing.T, tp *Topology) {
+	t.Helper()
+	if err := RunInNetns(tp.A, func() error {
+		l, err := netlink.LinkByName("va")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetDown(l)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deathLinkDown: cut takes the path away under a connection over over
+// (with Writes and Reads outstanding on both sides when transfer is set,
+// else only receives posted), and it measures how long each side's posted
+// work takes to complete: nothing arrives any more, so only the module's
+// peer timeout (peer_timeout_ms; ms, or the default when 0) ends it.
+func deathLinkDown(t *testing.T, over *deathTransport, cut func(*testing.T, *Topology), transfer bool, ms int) {
 	tp := newTopology(t)
-	linkUp(t, tp, ctl.FlagCRC)
+	if over.params == nil {
+		linkUp(t, tp, ctl.FlagCRC)
+	}
 	if ms > 0 {
 		setPeerTimeout(t, ms)
 	}
@@ -454,7 +525,7 @@ func deathLinkDown(t *testing.T, transfer bool, ms int) {
 			t.Fatal(err)
 		}
 	}
-	connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), nil)
+	connectPair(t, a, b, tp, netip.MustParseAddr(TopoB4), over.params)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 2)
@@ -475,21 +546,13 @@ func deathLinkDown(t *testing.T, transfer bool, ms int) {
 			select {
 			case <-moving:
 			case err := <-done:
-				t.Fatalf("transfer before the link went down: %v", err)
+				t.Fatalf("transfer before the path went down: %v", err)
 			case <-time.After(30 * time.Second):
 				t.Fatal("no transfer within 30 s")
 			}
 		}
 	}
-	if err := RunInNetns(tp.A, func() error {
-		l, err := netlink.LinkByName("va")
-		if err != nil {
-			return err
-		}
-		return netlink.LinkSetDown(l)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	cut(t, tp)
 	t0 := time.Now()
 	cancel()
 	if transfer {
@@ -502,32 +565,30 @@ func deathLinkDown(t *testing.T, transfer bool, ms int) {
 	for _, s := range []struct {
 		name string
 		p    *pump
-	}{{"B (the survivor)", pb}, {"A (whose link went down)", pa}} {
-		if err := s.p.drain(t0.Add(bound + deathSlack)); err != nil {
+	}{{"B (the survivor)", pb}, {"A (whose path went down)", pa}} {
+		if err := s.p.settle(t0.Add(bound + deathSlack)); err != nil {
 			t.Fatalf("%s, peer_timeout_ms %d: %v", s.name, bound.Milliseconds(), err)
 		}
-		if err := s.p.checkFlushed(); err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		t.Logf("%s: the last posted work completed %v after the link went down (peer_timeout_ms %d): %v",
+		t.Logf("%s: the last posted work completed %v after the path went down (peer_timeout_ms %d): %v",
 			s.name, s.p.last.Sub(t0).Round(time.Millisecond), bound.Milliseconds(), s.p.status)
 	}
-	// What TCP gave up with: the peer went silent, or the last error
-	// its retransmissions met (A's route went with its link; B's
-	// neighbour stopped answering).
-	gaveUp := []error{syscall.ETIMEDOUT, syscall.ENETUNREACH, syscall.EHOSTUNREACH}
+	if over.released != nil {
+		for _, ns := range []string{tp.A, tp.B} {
+			over.released(t, ns)
+		}
+	}
 	for _, e := range []struct {
 		name string
 		end  *rdmaEnd
 	}{{"A", a}, {"B", b}} {
-		// The close after TCP gave up reports a disconnection with
-		// TCP's reason, also when a transmit failed first (it leaves
-		// the QP to the close), and before the flush: Err says it once
-		// the work has completed.
+		// The close after the transport gave up reports a
+		// disconnection with its reason, also when a transmit failed
+		// first (it leaves the QP to the close), and before the flush:
+		// Err says it once the work has completed.
 		err := e.end.qp.Err()
-		why := slices.ContainsFunc(gaveUp, func(w error) bool { return errors.Is(err, w) })
+		why := slices.ContainsFunc(over.gaveUp, func(w error) bool { return errors.Is(err, w) })
 		if !errors.Is(err, userlib.ErrDisconnected) || !why {
-			t.Fatalf("%s: QP error %v, want ErrDisconnected with one of %v", e.name, err, gaveUp)
+			t.Fatalf("%s: QP error %v, want ErrDisconnected with one of %v", e.name, err, over.gaveUp)
 		}
 		t.Logf("%s: %v", e.name, err)
 		e.end.checkGuards(t)
@@ -681,10 +742,7 @@ func deathNetnsDeleted(t *testing.T, rng *rand.Rand) {
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("survivor's transfer ended: %v", err)
 	}
-	if err := p.drain(t0.Add(deathKillBound)); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.checkFlushed(); err != nil {
+	if err := p.settle(t0.Add(deathKillBound)); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("child as %s, namespace deleted %s the kill (%v apart): the survivor's last work completed %v after the kill: %v",

@@ -103,9 +103,17 @@ func matrixAll(t *testing.T, tp *Topology, a, b *rdmaEnd, sizes []int) {
 	for _, op := range matrixOps {
 		for _, n := range sizes {
 			seed += 17
-			if err := matrixOne(t, a, b, op, n, seed); err != nil {
-				t.Fatalf("%s of %d octets: %v", op.name, n, err)
-			}
+			func() {
+				// A wait that fails the test ends it from inside: say where.
+				defer func() {
+					if t.Failed() {
+						t.Logf("during the %s of %d octets", op.name, n)
+					}
+				}()
+				if err := matrixOne(t, a, b, op, n, seed); err != nil {
+					t.Fatalf("%s of %d octets: %v", op.name, n, err)
+				}
+			}()
 		}
 	}
 	a.checkGuards(t)

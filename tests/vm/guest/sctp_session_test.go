@@ -108,6 +108,11 @@ func sctpSessions(t *testing.T, ns string) []ctl.CM {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sctpSessionsOf(cms)
+}
+
+// sctpSessionsOf keeps the SCTP sessions of a listing.
+func sctpSessionsOf(cms []ctl.CM) []ctl.CM {
 	var out []ctl.CM
 	for _, c := range cms {
 		if c.SCTP != nil && c.Kind != ctl.CMListener {
