@@ -162,7 +162,7 @@ test-debug: kmod-kdebug go opcheck connrate
 # scripts/k612.sh installs its image, headers and linux-source-6.12 (siw)
 # when missing; the module builds into build/iwarp-<version>.ko; test-k612
 # runs K612_RUN of the VM suite on it (all of it with K612_RUN=.).
-K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestMalformed|TestPerf.*)$$
+K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestMalformed|TestPerf.*|TestSCTP.*)$$
 
 deps-k612:
 	@sh scripts/deps.sh
