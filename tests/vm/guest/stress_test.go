@@ -192,12 +192,19 @@ func TestStress(t *testing.T) {
 	}
 	srvAddr := netip.AddrPortFrom(netip.MustParseAddr(TopoB4), r.newPort())
 	acc := &stressAcceptor{run: r, e: srv, addr: srvAddr}
+	// The same over SCTP (RFC 5043): sessions of the shared client context
+	// share one association, its streams taken, ended and reused.
+	srvS := newRdmaEnd(t, tp.B, stressRegion, rdmaAccess)
+	cliS := newRdmaEnd(t, tp.A, stressRegion, rdmaAccess)
+	srvSAddr := netip.AddrPortFrom(netip.MustParseAddr(TopoB4), r.newPort())
+	accS := &stressAcceptor{run: r, e: srvS, addr: srvSAddr, sctp: true}
 
 	start := time.Now()
 	stop := start.Add(d)
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go func() { defer r.wg.Done(); tg.acceptLoop(ctx) }()
 	go func() { defer r.wg.Done(); acc.loop(ctx) }()
+	go func() { defer r.wg.Done(); accS.loop(ctx) }()
 	for i := 0; i < 2; i++ {
 		ns := []string{tp.A, tp.B}[i]
 		r.worker("context churn", seed+int64(i), func(rng *rand.Rand) { stressCtxChurn(r, ns, rng) })
@@ -208,7 +215,11 @@ func TestStress(t *testing.T) {
 	r.worker("listen/close", seed+20, func(rng *rand.Rand) { stressListenClose(r, tp.B, rng) })
 	for i := 0; i < 3; i++ {
 		slot := i
-		r.worker("connect", seed+30+int64(i), func(rng *rand.Rand) { stressConnect(r, cli, srv, srvAddr, slot, rng) })
+		r.worker("connect", seed+30+int64(i), func(rng *rand.Rand) { stressConnect(r, cli, srvAddr, slot, false, rng) })
+	}
+	for i := 0; i < 2; i++ {
+		slot := i
+		r.worker("connect over SCTP", seed+50+int64(i), func(rng *rand.Rand) { stressConnect(r, cliS, srvSAddr, slot, true, rng) })
 	}
 	r.worker("dereg under Writes", seed+35, func(rng *rand.Rand) { stressDeregUnderWrites(r, rng) })
 	for i := 0; i < 3; i++ {
@@ -274,7 +285,7 @@ func TestStress(t *testing.T) {
 	}
 
 	// Everything closes; nothing is left; the module unloads.
-	for _, e := range []*rdmaEnd{srv, cli, tg.e, victim} {
+	for _, e := range []*rdmaEnd{srv, cli, srvS, cliS, tg.e, victim} {
 		e.checkGuards(t)
 		e.ctx.Close()
 	}
@@ -451,6 +462,15 @@ type stressAcceptor struct {
 	run  *stressRun
 	e    *rdmaEnd
 	addr netip.AddrPort
+	sctp bool // DDP over SCTP: its listener is SCTP's
+}
+
+// kind names an operation of the acceptor, over SCTP with a prefix.
+func (a *stressAcceptor) kind(s string) string {
+	if a.sctp {
+		return "sctp: " + s
+	}
+	return s
 }
 
 func (a *stressAcceptor) loop(ctx context.Context) {
@@ -460,10 +480,14 @@ func (a *stressAcceptor) loop(ctx context.Context) {
 		var l *userlib.Listener
 		err := RunInNetns(r.tp.B, func() error {
 			var err error
-			l, err = a.e.ctx.Listen(a.addr, 32)
+			if a.sctp {
+				l, err = a.e.ctx.ListenSCTP(a.addr, 32, nil)
+			} else {
+				l, err = a.e.ctx.Listen(a.addr, 32)
+			}
 			return err
 		})
-		r.count("listen (shared server)", err)
+		r.count(a.kind("listen (shared server)"), err)
 		if err != nil {
 			// The port may linger for a moment after a close.
 			select {
@@ -479,14 +503,14 @@ func (a *stressAcceptor) loop(ctx context.Context) {
 			}
 			switch rng.Intn(5) {
 			case 0:
-				r.count("reject", req.Reject([]byte("no")))
+				r.count(a.kind("reject"), req.Reject([]byte("no")))
 			case 1:
-				r.count("request left unanswered", nil)
+				r.count(a.kind("request left unanswered"), nil)
 			default:
 				a.accept(ctx, req, rng)
 			}
 		}
-		r.count("listen close with requests pending", l.Close())
+		r.count(a.kind("listen close with requests pending"), l.Close())
 	}
 }
 
@@ -509,7 +533,7 @@ func (a *stressAcceptor) accept(ctx context.Context, req *userlib.ConnRequest, r
 	actx, cancel := context.WithTimeout(ctx, malWait)
 	err = req.Accept(actx, qp, &userlib.ConnParams{PrivateData: regionDesc(a.e.mr)})
 	cancel()
-	r.count("accept", err)
+	r.count(a.kind("accept"), err)
 	hang := rng.Intn(4) == 0
 	r.wg.Add(1)
 	go func() {
@@ -517,10 +541,10 @@ func (a *stressAcceptor) accept(ctx context.Context, req *userlib.ConnRequest, r
 		if hang && err == nil {
 			// The server ends some connections itself, mid-traffic.
 			time.Sleep(time.Duration(rng.Intn(50)) * time.Millisecond) // a random point
-			r.count("server disconnect", qp.Disconnect(rng.Intn(2) == 0))
+			r.count(a.kind("server disconnect"), qp.Disconnect(rng.Intn(2) == 0))
 		}
 		awaitFlush(ctx, cq)
-		r.count("server qp destroy", qp.Close())
+		r.count(a.kind("server qp destroy"), qp.Close())
 		cq.Close()
 	}()
 }
@@ -531,7 +555,7 @@ func (a *stressAcceptor) accept(ctx context.Context, req *userlib.ConnRequest, r
 // the connection one of several ways, some of them racing traffic: a
 // doorbell loop against a disconnect, a deregistration under an incoming
 // Read Response, a QP destroy or a context close while connected.
-func stressConnect(r *stressRun, shared *rdmaEnd, srv *rdmaEnd, addr netip.AddrPort, slot int, rng *rand.Rand) {
+func stressConnect(r *stressRun, shared *rdmaEnd, addr netip.AddrPort, slot int, sctp bool, rng *rand.Rand) {
 	e := shared
 	own := rng.Intn(2) == 0
 	if own {
@@ -557,9 +581,15 @@ func stressConnect(r *stressRun, shared *rdmaEnd, srv *rdmaEnd, addr netip.AddrP
 	}
 	defer qp.Close()
 	dctx, cancel := context.WithTimeout(r.ctx, 3*time.Second)
-	peer, err := qp.Dial(dctx, addr, &userlib.ConnParams{Timeout: 2 * time.Second})
+	p := &userlib.ConnParams{Timeout: 2 * time.Second}
+	kind := func(s string) string { return s }
+	if sctp {
+		p.SCTP = &userlib.SCTPParams{}
+		kind = func(s string) string { return "sctp: " + s }
+	}
+	peer, err := qp.Dial(dctx, addr, p)
 	cancel()
-	r.count("dial", err)
+	r.count(kind("dial"), err)
 	if err != nil {
 		return
 	}
@@ -598,18 +628,18 @@ func stressConnect(r *stressRun, shared *rdmaEnd, srv *rdmaEnd, addr netip.AddrP
 		switch {
 		case err != nil || wc.Status != userlib.StatusSuccess:
 			// The server may end the connection meanwhile.
-			r.count("write and read back", cmpErr(err, wc))
+			r.count(kind("write and read back"), cmpErr(err, wc))
 		case !bytes.Equal(e.buf[dst:dst+n], e.buf[src:src+n]):
 			r.fail("the data read back differs from what was written (slot %d)", slot)
 		default:
-			r.count("write and read back (verified)", nil)
+			r.count(kind("write and read back (verified)"), nil)
 		}
 	}
 	switch rng.Intn(6) {
 	case 0:
-		r.count("disconnect", qp.Disconnect(false))
+		r.count(kind("disconnect"), qp.Disconnect(false))
 	case 1:
-		r.count("disconnect (abort)", qp.Disconnect(true))
+		r.count(kind("disconnect (abort)"), qp.Disconnect(true))
 	case 2:
 		// Doorbells rung from one goroutine while this one disconnects.
 		var wg sync.WaitGroup
@@ -626,7 +656,7 @@ func stressConnect(r *stressRun, shared *rdmaEnd, srv *rdmaEnd, addr netip.AddrP
 			}
 		}()
 		time.Sleep(time.Duration(rng.Intn(3)) * time.Millisecond) // a random point
-		r.count("disconnect racing doorbells", qp.Disconnect(rng.Intn(2) == 0))
+		r.count(kind("disconnect racing doorbells"), qp.Disconnect(rng.Intn(2) == 0))
 		wg.Wait()
 	case 3:
 		// A Read whose response lands in a region deregistered meanwhile
@@ -634,17 +664,17 @@ func stressConnect(r *stressRun, shared *rdmaEnd, srv *rdmaEnd, addr netip.AddrP
 		err := qp.PostSend(userlib.SendWR{WRID: 3, Op: userlib.OpRead, Flags: userlib.Signaled,
 			SGEs: []userlib.SGE{e.mr.SGE(stressScratchOff, n)}, RemoteAddr: raddr + stressScratchOff, RKey: rkey})
 		if own && err == nil {
-			r.count("mr dereg under an incoming Read Response", e.mr.Close())
+			r.count(kind("mr dereg under an incoming Read Response"), e.mr.Close())
 		} else {
-			r.count("qp destroy under a Read", qp.Close())
+			r.count(kind("qp destroy under a Read"), qp.Close())
 		}
 	case 4:
-		r.count("qp destroy while connected", qp.Close())
+		r.count(kind("qp destroy while connected"), qp.Close())
 	case 5:
 		if own {
-			r.count("ctx close while connected", e.ctx.Close())
+			r.count(kind("ctx close while connected"), e.ctx.Close())
 		} else {
-			r.count("qp destroy while connected", qp.Close())
+			r.count(kind("qp destroy while connected"), qp.Close())
 		}
 	}
 }
