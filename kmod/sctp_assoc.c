@@ -171,6 +171,15 @@ static void iwarp_assoc_hook(struct iwarp_assoc *a)
 {
 	struct sock *sk = a->sock->sk;
 
+	/*
+	 * Send space: SCTP wakes the socket's wait queue
+	 * (iwarp_assoc_send_space()). First: once the callbacks are in,
+	 * rx_work can run and close the association, whose unhook must see
+	 * the entry.
+	 */
+	init_waitqueue_func_entry(&a->wq_entry, iwarp_assoc_send_space);
+	add_wait_queue(sk_sleep(sk), &a->wq_entry);
+	a->wq_added = true;
 	write_lock_bh(&sk->sk_callback_lock);
 	a->saved_data_ready = sk->sk_data_ready;
 	a->saved_state_change = sk->sk_state_change;
@@ -180,10 +189,6 @@ static void iwarp_assoc_hook(struct iwarp_assoc *a)
 	sk->sk_state_change = iwarp_assoc_sk_ready;
 	a->hooked = true;
 	write_unlock_bh(&sk->sk_callback_lock);
-	/* Send space: SCTP wakes the socket's wait queue (iwarp_assoc_send_space()). */
-	init_waitqueue_func_entry(&a->wq_entry, iwarp_assoc_send_space);
-	add_wait_queue(sk_sleep(sk), &a->wq_entry);
-	a->wq_added = true;
 }
 
 static void iwarp_assoc_unhook(struct iwarp_assoc *a)
@@ -741,6 +746,17 @@ static int iwarp_assoc_publish(struct iwarp_assoc *a)
 	int err;
 
 	lockdep_assert_held(&iwarp_assoc_mutex);
+	/*
+	 * Hooked, it may be closing already (rx_work read its end): its
+	 * close unlists it under iwarp_assoc_mutex after setting closing, so
+	 * one listed now is unlisted by that close, and one closing is not
+	 * listed (the close has dropped, or will drop, the index's reference).
+	 */
+	spin_lock_bh(&a->slock);
+	err = a->closing ? -ECONNABORTED : 0;
+	spin_unlock_bh(&a->slock);
+	if (err)
+		return err;
 	mutex_lock(&ctx->lock);
 	if (ctx->dead) {
 		err = -EBADF;
@@ -857,7 +873,10 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 	if (!a) {
 		a = iwarp_assoc_new_active(conn, local, streams, &err);
 		if (err) {
+			/* Its own close may run once hooked: ours needs a reference. */
 			failed = a;
+			if (failed)
+				iwarp_assoc_get(failed);
 			a = NULL;
 		} else if (a) {
 			iwarp_assoc_get(a);	/* the session's */
@@ -872,8 +891,10 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 	}
 	WRITE_ONCE(conn->assoc, a);
 	mutex_unlock(&iwarp_assoc_mutex);
-	if (failed)
+	if (failed) {
 		iwarp_assoc_close(failed, err, true);
+		iwarp_assoc_put(failed);
+	}
 	if (up)
 		iwarp_cm_kick(conn);	/* no wake will come: take a stream now */
 	return err;
@@ -901,15 +922,24 @@ int iwarp_assoc_accepted(struct iwarp_conn *lsn, struct socket *sock, u16 stream
 		err = -ENOTCONN;
 	if (err)
 		goto fail;
+	/*
+	 * Once hooked, rx_work may read the association's end and close it
+	 * (dropping the index's reference) before it is listed: ours keeps
+	 * it until we are done, and a closing one is not listed.
+	 */
+	iwarp_assoc_get(a);
 	iwarp_assoc_hook(a);
 	mutex_lock(&iwarp_assoc_mutex);
 	err = iwarp_assoc_publish(a);
 	mutex_unlock(&iwarp_assoc_mutex);
-	if (err)
-		goto fail;
-	iwarp_assoc_start(a, IWARP_SCTP_ASSOC_IDLE_MS);
-	pr_debug("assoc %u: accepted from %pISpc\n", a->id, &a->peer);
-	return 0;
+	if (!err) {
+		iwarp_assoc_start(a, IWARP_SCTP_ASSOC_IDLE_MS);
+		pr_debug("assoc %u: accepted from %pISpc\n", a->id, &a->peer);
+	} else {
+		iwarp_assoc_close(a, err, true);
+	}
+	iwarp_assoc_put(a);
+	return err;
 fail:
 	iwarp_assoc_close(a, err, true);
 	return err;

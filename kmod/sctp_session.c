@@ -377,8 +377,12 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 		/* Withdrawn meanwhile (the peer's Terminate): nothing to do. */
 		if (s->state != IWARP_SLOT_INITIATE_RCVD || s->conn) {
 			mutex_unlock(&a->rx_mutex);
+			/*
+			 * Unpends, drops. Not here: its close takes a->lock,
+			 * which cm_work holds (iwarp_sctp_session_close()).
+			 */
 			if (conn)
-				iwarp_conn_close(conn, true);	/* unpends, drops */
+				iwarp_cm_close_async(conn);
 			continue;
 		}
 		if (!conn) {
