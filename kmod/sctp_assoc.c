@@ -746,17 +746,6 @@ static int iwarp_assoc_publish(struct iwarp_assoc *a)
 	int err;
 
 	lockdep_assert_held(&iwarp_assoc_mutex);
-	/*
-	 * Hooked, it may be closing already (rx_work read its end): its
-	 * close unlists it under iwarp_assoc_mutex after setting closing, so
-	 * one listed now is unlisted by that close, and one closing is not
-	 * listed (the close has dropped, or will drop, the index's reference).
-	 */
-	spin_lock_bh(&a->slock);
-	err = a->closing ? -ECONNABORTED : 0;
-	spin_unlock_bh(&a->slock);
-	if (err)
-		return err;
 	mutex_lock(&ctx->lock);
 	if (ctx->dead) {
 		err = -EBADF;
@@ -925,12 +914,19 @@ int iwarp_assoc_accepted(struct iwarp_conn *lsn, struct socket *sock, u16 stream
 	/*
 	 * Once hooked, rx_work may read the association's end and close it
 	 * (dropping the index's reference) before it is listed: ours keeps
-	 * it until we are done, and a closing one is not listed.
+	 * it until we are done. Its close unlists it under iwarp_assoc_mutex
+	 * after setting closing, so one listed here is unlisted by that
+	 * close, and one closing is not listed. (A join holds the mutex from
+	 * before its hook to after its publish: no close unlists between.)
 	 */
 	iwarp_assoc_get(a);
 	iwarp_assoc_hook(a);
 	mutex_lock(&iwarp_assoc_mutex);
-	err = iwarp_assoc_publish(a);
+	spin_lock_bh(&a->slock);
+	err = a->closing ? -ECONNABORTED : 0;
+	spin_unlock_bh(&a->slock);
+	if (!err)
+		err = iwarp_assoc_publish(a);
 	mutex_unlock(&iwarp_assoc_mutex);
 	if (!err) {
 		iwarp_assoc_start(a, IWARP_SCTP_ASSOC_IDLE_MS);
