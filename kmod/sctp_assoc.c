@@ -304,6 +304,14 @@ static void iwarp_assoc_rx_sessions(struct iwarp_assoc *a)
 	struct iwarp_conn *conn;
 	u16 i;
 
+	if (tx) {
+		/* Room: an answer waiting for it tries again. */
+		WRITE_ONCE(a->space_gen, a->space_gen + 1);
+		wake_up_all(&a->space_wq);
+		/* A Dial's Initiate too (cm_work wakes the waiters). */
+		if (test_and_clear_bit(IWARP_ASSOC_CTL_WAIT, &a->flags))
+			a->rx_requests = true;
+	}
 	if (!a->slots || (!tx && !resume))
 		return;
 	/* Pairs with the barrier after the engine's flag and bit. */
@@ -621,6 +629,7 @@ void iwarp_assoc_close(struct iwarp_assoc *a, int status, bool abort)
 
 	mutex_lock(&a->lock);
 	WRITE_ONCE(a->state, IWARP_ASSOC_DOWN);
+	wake_up_all(&a->space_wq);	/* an answer waiting for room fails */
 	if (!a->err)
 		a->err = status;
 	list_for_each_entry_safe(conn, tmp, &a->waiters, assoc_node) {
@@ -732,6 +741,7 @@ static struct iwarp_assoc *iwarp_assoc_alloc(struct iwarp_ctx *ctx)
 	mutex_init(&a->rx_mutex);
 	spin_lock_init(&a->slock);
 	INIT_LIST_HEAD(&a->waiters);
+	init_waitqueue_head(&a->space_wq);
 	INIT_WORK(&a->rx_work, iwarp_assoc_rx_work);
 	INIT_WORK(&a->close_work, iwarp_assoc_close_work);
 	INIT_DELAYED_WORK(&a->cm_work, iwarp_assoc_cm_work);

@@ -218,8 +218,31 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 	a->slots[pick].used = true;
 	iwarp_conn_get(conn);		/* the slot's */
 	iwarp_slot_set(a, pick, conn, IWARP_SLOT_INITIATE_SENT);
-	err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn++, IWP_SCTP_INITIATE,
+	err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn, IWP_SCTP_INITIATE,
 				  conn->own_pd, conn->own_pd_len);
+	if (err == -EAGAIN) {
+		/*
+		 * SCTP's send buffer is full: wait for room (rx_work sees
+		 * it, cm_work wakes the waiters), within the Dial's timeout.
+		 * Once more first: room freed before the bits were set
+		 * kicks no one.
+		 */
+		set_bit(IWARP_ASSOC_CTL_WAIT, &a->flags);
+		set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+		/* The bits before the retry's look at the room; rx_work pairs. */
+		smp_mb__after_atomic();
+		err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn, IWP_SCTP_INITIATE,
+					  conn->own_pd, conn->own_pd_len);
+	}
+	if (err == -EAGAIN) {
+		iwarp_slot_set(a, pick, NULL, IWARP_SLOT_FREE);
+		iwarp_conn_put(conn);	/* the slot's; cm_work holds another */
+		list_add_tail(&conn->assoc_node, &a->waiters);
+		mutex_unlock(&a->lock);
+		return 1;
+	}
+	if (!err)
+		conn->sctp_tx_ssn++;
 out:
 	list_del_init(&conn->assoc_node);
 	mutex_unlock(&a->lock);
@@ -418,7 +441,9 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 	}
 }
 
-int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_len)
+/* One try of iwarp_sctp_answer(): -EAGAIN when SCTP had no room. */
+static int iwarp_sctp_answer_once(struct iwarp_conn *conn, u16 func, const u8 *pd,
+				  u16 pd_len)
 {
 	struct iwarp_assoc *a = conn->assoc;
 	int err;
@@ -445,6 +470,41 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 		err = -ECONNABORTED;
 	}
 	mutex_unlock(&a->lock);
+	return err;
+}
+
+/*
+ * The answer to a session's Initiate, in the caller: an Accept or Reject
+ * that finds SCTP's send buffer full waits for room, as a TCP Reply's
+ * write does (IWARP_CM_REQ_TIMEOUT_MS), unless the association or the
+ * session ends first or a signal comes.
+ */
+int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_len)
+{
+	unsigned long until = jiffies + msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
+	struct iwarp_assoc *a = conn->assoc;
+	long left;
+	u32 gen;
+	int err;
+
+	for (;;) {
+		set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+		/* The bit before the try: room freed after it kicks rx_work. */
+		smp_mb__after_atomic();
+		gen = READ_ONCE(a->space_gen);
+		err = iwarp_sctp_answer_once(conn, func, pd, pd_len);
+		if (err != -EAGAIN)
+			break;
+		left = (long)(until - jiffies);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		left = wait_event_interruptible_timeout(a->space_wq,
+							READ_ONCE(a->space_gen) != gen ||
+							READ_ONCE(a->state) == IWARP_ASSOC_DOWN ||
+							READ_ONCE(conn->closing), left);
+		if (left < 0)
+			return -EINTR;
+	}
 	if (!err && func == IWP_SCTP_ACCEPT)
 		err = iwarp_sctp_start(conn);
 	return err;
@@ -549,6 +609,8 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		put = true;
 	}
 	mutex_unlock(&a->lock);
+	/* An answer waiting for room sees closing (set before this). */
+	wake_up_all(&a->space_wq);
 	if (put)
 		iwarp_conn_put(conn);	/* the slot's; the caller holds another */
 	iwarp_assoc_kick(a);		/* idle now? */
