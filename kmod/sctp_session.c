@@ -177,7 +177,8 @@ static u16 iwarp_sctp_pick(struct iwarp_assoc *a, bool *waiting)
 static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 {
 	struct iwarp_assoc *a = conn->assoc;
-	bool quarantined;
+	bool quarantined, used;
+	unsigned long flags;
 	int err = -EBUSY;
 	u16 pick;
 
@@ -215,6 +216,7 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 	}
 	list_del_init(&conn->assoc_node);
 	conn->sid = pick;
+	used = a->slots[pick].used;
 	a->slots[pick].used = true;
 	iwarp_conn_get(conn);		/* the slot's */
 	iwarp_slot_set(a, pick, conn, IWARP_SLOT_INITIATE_SENT);
@@ -234,15 +236,30 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 		err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn, IWP_SCTP_INITIATE,
 					  conn->own_pd, conn->own_pd_len);
 	}
-	if (err == -EAGAIN) {
+	if (err) {
+		/*
+		 * Nothing went: the stream is free again, and what the peer
+		 * sent on it meanwhile (it saw no Initiate) is not this
+		 * session's. No room: a waiter again.
+		 */
 		iwarp_slot_set(a, pick, NULL, IWARP_SLOT_FREE);
+		a->slots[pick].used = used;
+		mutex_lock(&a->rx_mutex);
+		iwarp_sctp_rx_free(conn);
+		mutex_unlock(&a->rx_mutex);
+		spin_lock_irqsave(&conn->lock, flags);
+		conn->sctp_answer = 0;
+		conn->peer_pd_len = 0;
+		spin_unlock_irqrestore(&conn->lock, flags);
 		iwarp_conn_put(conn);	/* the slot's; cm_work holds another */
-		list_add_tail(&conn->assoc_node, &a->waiters);
-		mutex_unlock(&a->lock);
-		return 1;
+		if (err == -EAGAIN) {
+			list_add_tail(&conn->assoc_node, &a->waiters);
+			mutex_unlock(&a->lock);
+			return 1;
+		}
+		goto out;
 	}
-	if (!err)
-		conn->sctp_tx_ssn++;
+	conn->sctp_tx_ssn++;
 out:
 	list_del_init(&conn->assoc_node);
 	mutex_unlock(&a->lock);
@@ -487,11 +504,17 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 	u32 gen;
 	int err;
 
-	for (;;) {
-		set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
-		/* The bit before the try: room freed after it kicks rx_work. */
-		smp_mb__after_atomic();
+	err = iwarp_sctp_answer_once(conn, func, pd, pd_len);
+	while (err == -EAGAIN) {
 		gen = READ_ONCE(a->space_gen);
+		/*
+		 * The count, then the bit, then the try: a kick of rx_work
+		 * that saw the bit moves the count after it was read.
+		 */
+		smp_mb__before_atomic();
+		set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+		/* The bit before the try's look at the room. */
+		smp_mb__after_atomic();
 		err = iwarp_sctp_answer_once(conn, func, pd, pd_len);
 		if (err != -EAGAIN)
 			break;

@@ -198,8 +198,9 @@ void iwarp_mpa_mulpdu(struct iwarp_conn *conn)
 	mss = tcp_sk(sk)->mss_cache;
 	release_sock(sk);
 	if (mss != conn->tx_mss) {
+		/* Segments fall elsewhere now: the next FPDU starts a packet. */
 		conn->tx_mss = mss;
-		conn->tx_seg = 0;
+		conn->tx_seg = mss;
 	}
 	WRITE_ONCE(conn->mulpdu, iwp_mulpdu(mss, conn->res.markers_tx));
 }

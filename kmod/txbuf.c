@@ -193,6 +193,7 @@ use:
 
 void iwarp_tx_buf_retire(struct iwarp_conn *conn)
 {
+	conn->tx_short = false;		/* the next push starts a batch */
 	conn->txpage = NULL;
 	conn->txbuf = NULL;
 	conn->txsize = 0;

@@ -1040,7 +1040,15 @@ func hostileInitiateWaits(t *testing.T, tp *Topology) {
 	second := dial(sctpQP(t, e))
 	segs := 0
 	for {
-		m := p.next(t)
+		m, err := p.recv()
+		if err != nil {
+			select {
+			case derr := <-second:
+				t.Fatalf("peer: %v; the Dial whose Initiate found no room ended: %v, want it to wait for room", err, derr)
+			default:
+				t.Fatalf("peer: %v after %d segments", err, segs)
+			}
+		}
 		if m.sid == sid && m.ppid == wire.PPIDDDPSegment {
 			segs++
 			continue
