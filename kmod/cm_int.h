@@ -14,6 +14,13 @@ struct iwarp_conn;
 struct iwarp_ctx;
 struct work_struct;
 
+/*
+ * A peer's MPA Request or Reply arrives within this, and an accept's or
+ * reject's answer is written within it (TCP's send timeout; over SCTP,
+ * iwarp_sctp_answer()'s wait for room).
+ */
+#define IWARP_CM_REQ_TIMEOUT_MS		5000
+
 /* Guards qp->conn. */
 extern spinlock_t iwarp_qp_conn_lock;
 extern atomic_t iwarp_conns_live;

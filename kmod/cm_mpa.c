@@ -45,7 +45,6 @@
 #include "qp.h"
 #include "proto/crc.h"
 
-#define IWARP_CM_REQ_TIMEOUT_MS		5000
 #define IWARP_CM_DEFAULT_TIMEOUT_MS	10000
 #define IWARP_MPA_V2		sizeof(struct iwp_mpa_v2_ctrl)
 /* A frame: header, IRD/ORD block, private data. */

@@ -69,44 +69,46 @@ static inline void iwarp_tcp_sync_mss(struct sock *sk, u32 pmtu)
 #endif
 
 /*
- * iwarp_sendpage() hands @len octets of @page at @off to a TCP socket by
- * reference: TCP takes its own page references and keeps them until the
- * data is acknowledged, so nothing is copied (a route without
- * scatter-gather copies, in both versions). IWARP_MSG_MORE in @flags: more
- * follows at once, do not push a partial segment for this one. Returns
- * the octets taken or an error (-EAGAIN with MSG_DONTWAIT).
+ * iwarp_sendpage_locked() hands @len octets of @page at @off to a TCP
+ * socket by reference, its socket lock held by the caller: TCP takes its
+ * own page references and keeps them until the data is acknowledged, so
+ * nothing is copied (a route without scatter-gather copies, in both
+ * versions). IWARP_MSG_MORE in @flags: more follows at once, do not push
+ * a partial segment for this one. Returns the octets taken or an error
+ * (-EAGAIN with MSG_DONTWAIT).
  *
- * Before 6.5: kernel_sendpage(), and MSG_SENDPAGE_NOTLAST says more.
- * From 6.5 sendpage is gone: sendmsg() with MSG_SPLICE_PAGES over a
- * one-page bvec iterator, and MSG_MORE says more.
+ * Before 6.5: kernel_sendpage_locked(), and MSG_SENDPAGE_NOTLAST says
+ * more. From 6.5 sendpage is gone: tcp_sendmsg_locked() with
+ * MSG_SPLICE_PAGES over a one-page bvec iterator, and MSG_MORE says more.
  */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
 #include <linux/net.h>
 
 #define IWARP_MSG_MORE MSG_SENDPAGE_NOTLAST
 
-static inline int iwarp_sendpage(struct socket *sock, struct page *page,
-				 int off, size_t len, int flags)
+static inline int iwarp_sendpage_locked(struct sock *sk, struct page *page,
+					int off, size_t len, int flags)
 {
-	return kernel_sendpage(sock, page, off, len, flags);
+	return kernel_sendpage_locked(sk, page, off, len, flags);
 }
 #else
 #include <linux/bvec.h>
 #include <linux/net.h>
 #include <linux/socket.h>
 #include <linux/uio.h>
+#include <net/tcp.h>
 
 #define IWARP_MSG_MORE MSG_MORE
 
-static inline int iwarp_sendpage(struct socket *sock, struct page *page,
-				 int off, size_t len, int flags)
+static inline int iwarp_sendpage_locked(struct sock *sk, struct page *page,
+					int off, size_t len, int flags)
 {
 	struct msghdr msg = { .msg_flags = flags | MSG_SPLICE_PAGES };
 	struct bio_vec bvec;
 
 	bvec_set_page(&bvec, page, len, off);
 	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bvec, 1, len);
-	return sock_sendmsg(sock, &msg);
+	return tcp_sendmsg_locked(sk, &msg, len);
 }
 #endif
 

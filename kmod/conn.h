@@ -95,6 +95,7 @@ struct socket;
  */
 #define IWARP_TXBUF_ORDER	5
 #define IWARP_TXBUF_CACHE	4	/* transmit buffers kept for reuse */
+#define IWARP_TX_CUTS		32	/* packet ends a batch may need (MPA-15) */
 #define IWARP_TXBUF_IDLE_MS	500
 /*
  * With CRC, a received FPDU's payload waits for its CRC in order-0 pages
@@ -251,6 +252,17 @@ struct iwarp_conn {
 	u32 txfit;			/* the largest ULPDU an empty one holds */
 	u32 tx_len;			/* framed octets in txbuf */
 	u32 tx_sent;			/* of which handed to TCP */
+	/*
+	 * MPA-15 over TCP (tx_mpa.c): where TCP's packets must end so that
+	 * no FPDU straddles two segments.
+	 */
+	bool tx_short;			/* the last push stopped inside an FPDU */
+	u32 tx_mss;			/* the MSS FPDUs are sized from */
+	u32 tx_seg;			/* framed octets in the current segment */
+	u32 tx_seg0;			/* the same, where the batch started */
+	u8 tx_ncut;			/* cuts recorded in this batch */
+	u8 tx_cut_next;			/* the first not pushed yet */
+	u32 tx_cut[IWARP_TX_CUTS];	/* buffer offsets a packet ends at */
 	u32 mulpdu;
 	u32 sq_next;			/* next SQ slot to take */
 	u32 sq_built;			/* slots fully framed into txbuf */

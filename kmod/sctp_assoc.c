@@ -171,6 +171,15 @@ static void iwarp_assoc_hook(struct iwarp_assoc *a)
 {
 	struct sock *sk = a->sock->sk;
 
+	/*
+	 * Send space: SCTP wakes the socket's wait queue
+	 * (iwarp_assoc_send_space()). First: once the callbacks are in,
+	 * rx_work can run and close the association, whose unhook must see
+	 * the entry.
+	 */
+	init_waitqueue_func_entry(&a->wq_entry, iwarp_assoc_send_space);
+	add_wait_queue(sk_sleep(sk), &a->wq_entry);
+	a->wq_added = true;
 	write_lock_bh(&sk->sk_callback_lock);
 	a->saved_data_ready = sk->sk_data_ready;
 	a->saved_state_change = sk->sk_state_change;
@@ -180,10 +189,6 @@ static void iwarp_assoc_hook(struct iwarp_assoc *a)
 	sk->sk_state_change = iwarp_assoc_sk_ready;
 	a->hooked = true;
 	write_unlock_bh(&sk->sk_callback_lock);
-	/* Send space: SCTP wakes the socket's wait queue (iwarp_assoc_send_space()). */
-	init_waitqueue_func_entry(&a->wq_entry, iwarp_assoc_send_space);
-	add_wait_queue(sk_sleep(sk), &a->wq_entry);
-	a->wq_added = true;
 }
 
 static void iwarp_assoc_unhook(struct iwarp_assoc *a)
@@ -299,6 +304,14 @@ static void iwarp_assoc_rx_sessions(struct iwarp_assoc *a)
 	struct iwarp_conn *conn;
 	u16 i;
 
+	if (tx) {
+		/* Room: an answer waiting for it tries again. */
+		WRITE_ONCE(a->space_gen, a->space_gen + 1);
+		wake_up_all(&a->space_wq);
+		/* A Dial's Initiate too (cm_work wakes the waiters). */
+		if (test_and_clear_bit(IWARP_ASSOC_CTL_WAIT, &a->flags))
+			a->rx_requests = true;
+	}
 	if (!a->slots || (!tx && !resume))
 		return;
 	/* Pairs with the barrier after the engine's flag and bit. */
@@ -616,6 +629,7 @@ void iwarp_assoc_close(struct iwarp_assoc *a, int status, bool abort)
 
 	mutex_lock(&a->lock);
 	WRITE_ONCE(a->state, IWARP_ASSOC_DOWN);
+	wake_up_all(&a->space_wq);	/* an answer waiting for room fails */
 	if (!a->err)
 		a->err = status;
 	list_for_each_entry_safe(conn, tmp, &a->waiters, assoc_node) {
@@ -727,6 +741,7 @@ static struct iwarp_assoc *iwarp_assoc_alloc(struct iwarp_ctx *ctx)
 	mutex_init(&a->rx_mutex);
 	spin_lock_init(&a->slock);
 	INIT_LIST_HEAD(&a->waiters);
+	init_waitqueue_head(&a->space_wq);
 	INIT_WORK(&a->rx_work, iwarp_assoc_rx_work);
 	INIT_WORK(&a->close_work, iwarp_assoc_close_work);
 	INIT_DELAYED_WORK(&a->cm_work, iwarp_assoc_cm_work);
@@ -857,7 +872,10 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 	if (!a) {
 		a = iwarp_assoc_new_active(conn, local, streams, &err);
 		if (err) {
+			/* Its own close may run once hooked: ours needs a reference. */
 			failed = a;
+			if (failed)
+				iwarp_assoc_get(failed);
 			a = NULL;
 		} else if (a) {
 			iwarp_assoc_get(a);	/* the session's */
@@ -872,8 +890,10 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 	}
 	WRITE_ONCE(conn->assoc, a);
 	mutex_unlock(&iwarp_assoc_mutex);
-	if (failed)
+	if (failed) {
 		iwarp_assoc_close(failed, err, true);
+		iwarp_assoc_put(failed);
+	}
 	if (up)
 		iwarp_cm_kick(conn);	/* no wake will come: take a stream now */
 	return err;
@@ -901,15 +921,31 @@ int iwarp_assoc_accepted(struct iwarp_conn *lsn, struct socket *sock, u16 stream
 		err = -ENOTCONN;
 	if (err)
 		goto fail;
+	/*
+	 * Once hooked, rx_work may read the association's end and close it
+	 * (dropping the index's reference) before it is listed: ours keeps
+	 * it until we are done. Its close unlists it under iwarp_assoc_mutex
+	 * after setting closing, so one listed here is unlisted by that
+	 * close, and one closing is not listed. (A join holds the mutex from
+	 * before its hook to after its publish: no close unlists between.)
+	 */
+	iwarp_assoc_get(a);
 	iwarp_assoc_hook(a);
 	mutex_lock(&iwarp_assoc_mutex);
-	err = iwarp_assoc_publish(a);
+	spin_lock_bh(&a->slock);
+	err = a->closing ? -ECONNABORTED : 0;
+	spin_unlock_bh(&a->slock);
+	if (!err)
+		err = iwarp_assoc_publish(a);
 	mutex_unlock(&iwarp_assoc_mutex);
-	if (err)
-		goto fail;
-	iwarp_assoc_start(a, IWARP_SCTP_ASSOC_IDLE_MS);
-	pr_debug("assoc %u: accepted from %pISpc\n", a->id, &a->peer);
-	return 0;
+	if (!err) {
+		iwarp_assoc_start(a, IWARP_SCTP_ASSOC_IDLE_MS);
+		pr_debug("assoc %u: accepted from %pISpc\n", a->id, &a->peer);
+	} else {
+		iwarp_assoc_close(a, err, true);
+	}
+	iwarp_assoc_put(a);
+	return err;
 fail:
 	iwarp_assoc_close(a, err, true);
 	return err;

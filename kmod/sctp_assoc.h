@@ -75,6 +75,7 @@ enum iwarp_slot_state {
 /* assoc->flags: what rx_work does besides reading */
 enum {
 	IWARP_ASSOC_TX_WAIT,	/* a session waits for send space: kick it */
+	IWARP_ASSOC_CTL_WAIT,	/* a Dial's Initiate waits for send space */
 	IWARP_ASSOC_RX_RESUME,	/* a session was started: act on what it kept */
 };
 
@@ -138,6 +139,9 @@ struct iwarp_assoc {
 	void (*saved_state_change)(struct sock *sk);
 	struct wait_queue_entry wq_entry;	/* on the socket's: send space */
 	bool wq_added;
+	/* An Accept or Reject that found no room waits here (rx_work wakes). */
+	wait_queue_head_t space_wq;
+	u32 space_gen;			/* send-space kicks rx_work has seen */
 };
 
 int iwarp_assoc_init(void);

@@ -177,7 +177,8 @@ static u16 iwarp_sctp_pick(struct iwarp_assoc *a, bool *waiting)
 static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 {
 	struct iwarp_assoc *a = conn->assoc;
-	bool quarantined;
+	bool quarantined, used;
+	unsigned long flags;
 	int err = -EBUSY;
 	u16 pick;
 
@@ -215,11 +216,50 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 	}
 	list_del_init(&conn->assoc_node);
 	conn->sid = pick;
+	used = a->slots[pick].used;
 	a->slots[pick].used = true;
 	iwarp_conn_get(conn);		/* the slot's */
 	iwarp_slot_set(a, pick, conn, IWARP_SLOT_INITIATE_SENT);
-	err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn++, IWP_SCTP_INITIATE,
+	err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn, IWP_SCTP_INITIATE,
 				  conn->own_pd, conn->own_pd_len);
+	if (err == -EAGAIN) {
+		/*
+		 * SCTP's send buffer is full: wait for room (rx_work sees
+		 * it, cm_work wakes the waiters), within the Dial's timeout.
+		 * Once more first: room freed before the bits were set
+		 * kicks no one.
+		 */
+		set_bit(IWARP_ASSOC_CTL_WAIT, &a->flags);
+		set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+		/* The bits before the retry's look at the room; rx_work pairs. */
+		smp_mb__after_atomic();
+		err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn, IWP_SCTP_INITIATE,
+					  conn->own_pd, conn->own_pd_len);
+	}
+	if (err) {
+		/*
+		 * Nothing went: the stream is free again, and what the peer
+		 * sent on it meanwhile (it saw no Initiate) is not this
+		 * session's. No room: a waiter again.
+		 */
+		iwarp_slot_set(a, pick, NULL, IWARP_SLOT_FREE);
+		a->slots[pick].used = used;
+		mutex_lock(&a->rx_mutex);
+		iwarp_sctp_rx_free(conn);
+		mutex_unlock(&a->rx_mutex);
+		spin_lock_irqsave(&conn->lock, flags);
+		conn->sctp_answer = 0;
+		conn->peer_pd_len = 0;
+		spin_unlock_irqrestore(&conn->lock, flags);
+		iwarp_conn_put(conn);	/* the slot's; cm_work holds another */
+		if (err == -EAGAIN) {
+			list_add_tail(&conn->assoc_node, &a->waiters);
+			mutex_unlock(&a->lock);
+			return 1;
+		}
+		goto out;
+	}
+	conn->sctp_tx_ssn++;
 out:
 	list_del_init(&conn->assoc_node);
 	mutex_unlock(&a->lock);
@@ -377,8 +417,12 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 		/* Withdrawn meanwhile (the peer's Terminate): nothing to do. */
 		if (s->state != IWARP_SLOT_INITIATE_RCVD || s->conn) {
 			mutex_unlock(&a->rx_mutex);
+			/*
+			 * Unpends, drops. Not here: its close takes a->lock,
+			 * which cm_work holds (iwarp_sctp_session_close()).
+			 */
 			if (conn)
-				iwarp_conn_close(conn, true);	/* unpends, drops */
+				iwarp_cm_close_async(conn);
 			continue;
 		}
 		if (!conn) {
@@ -414,7 +458,9 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 	}
 }
 
-int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_len)
+/* One try of iwarp_sctp_answer(): -EAGAIN when SCTP had no room. */
+static int iwarp_sctp_answer_once(struct iwarp_conn *conn, u16 func, const u8 *pd,
+				  u16 pd_len)
 {
 	struct iwarp_assoc *a = conn->assoc;
 	int err;
@@ -441,6 +487,47 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 		err = -ECONNABORTED;
 	}
 	mutex_unlock(&a->lock);
+	return err;
+}
+
+/*
+ * The answer to a session's Initiate, in the caller: an Accept or Reject
+ * that finds SCTP's send buffer full waits for room, as a TCP Reply's
+ * write does (IWARP_CM_REQ_TIMEOUT_MS), unless the association or the
+ * session ends first or a signal comes.
+ */
+int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_len)
+{
+	unsigned long until = jiffies + msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
+	struct iwarp_assoc *a = conn->assoc;
+	long left;
+	u32 gen;
+	int err;
+
+	err = iwarp_sctp_answer_once(conn, func, pd, pd_len);
+	while (err == -EAGAIN) {
+		gen = READ_ONCE(a->space_gen);
+		/*
+		 * The count, then the bit, then the try: a kick of rx_work
+		 * that saw the bit moves the count after it was read.
+		 */
+		smp_mb__before_atomic();
+		set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
+		/* The bit before the try's look at the room. */
+		smp_mb__after_atomic();
+		err = iwarp_sctp_answer_once(conn, func, pd, pd_len);
+		if (err != -EAGAIN)
+			break;
+		left = (long)(until - jiffies);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		left = wait_event_interruptible_timeout(a->space_wq,
+							READ_ONCE(a->space_gen) != gen ||
+							READ_ONCE(a->state) == IWARP_ASSOC_DOWN ||
+							READ_ONCE(conn->closing), left);
+		if (left < 0)
+			return -EINTR;
+	}
 	if (!err && func == IWP_SCTP_ACCEPT)
 		err = iwarp_sctp_start(conn);
 	return err;
@@ -545,6 +632,8 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		put = true;
 	}
 	mutex_unlock(&a->lock);
+	/* An answer waiting for room sees closing (set before this). */
+	wake_up_all(&a->space_wq);
 	if (put)
 		iwarp_conn_put(conn);	/* the slot's; the caller holds another */
 	iwarp_assoc_kick(a);		/* idle now? */

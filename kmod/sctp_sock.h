@@ -7,6 +7,7 @@
 #ifndef _IWARP_SCTP_SOCK_H
 #define _IWARP_SCTP_SOCK_H
 
+#include <linux/errno.h>
 #include <linux/types.h>
 
 struct net;
@@ -63,5 +64,16 @@ int iwarp_sctp_recv(struct socket *sock, void *buf, size_t cap,
  */
 int iwarp_sctp_send(struct socket *sock, u16 sid, u32 ppid, const void *buf,
 		    size_t len, bool more);
+
+/*
+ * An error of iwarp_sctp_send() that says the association ended or is
+ * ending (an ABORT, COMM_LOST, a SHUTDOWN either way): nothing more will
+ * be sent on it, and its close reports why.
+ */
+static inline bool iwarp_sctp_send_ended(int err)
+{
+	return err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN ||
+	       err == -ESHUTDOWN;
+}
 
 #endif /* _IWARP_SCTP_SOCK_H */

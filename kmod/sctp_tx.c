@@ -101,10 +101,11 @@ int iwarp_sctp_push(struct iwarp_conn *conn)
 			err = iwarp_sctp_send(a->sock, conn->sid, IWP_SCTP_PPID_SEGMENT,
 					      p + IWARP_SCTP_TX_LEN, clen, more);
 		}
-		if (err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN) {
+		if (iwarp_sctp_send_ended(err)) {
 			/*
 			 * SCTP refuses sends once the association ended (an
-			 * ABORT, COMM_LOST, the peer's SHUTDOWN) before rx_work
+			 * ABORT, COMM_LOST) or is shutting down (ESHUTDOWN
+			 * after the peer's SHUTDOWN) before rx_work
 			 * has read why: the association's close ends every
 			 * session with that reason (docs/SCTP.md 2.6, SCTP-27),
 			 * as over TCP once the socket reported its end

@@ -810,8 +810,11 @@ static int iwarp_tx_fill(struct iwarp_conn *conn)
 		}
 		any = true;
 	}
-	/* Out of room: the batch was larger than the buffer taken for it. */
-	if (fresh && conn->txpage)
+	/*
+	 * Out of room: the batch was larger than the buffer taken for it
+	 * (not when it ran out of packet cuts, tx_mpa.c).
+	 */
+	if (fresh && conn->txpage && conn->tx_ncut < IWARP_TX_CUTS)
 		conn->txgrow = true;
 	return any;
 }

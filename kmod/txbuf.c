@@ -186,17 +186,22 @@ use:
 	conn->txfit = iwarp_tx_fit(conn->txsize);
 	conn->tx_len = 0;
 	conn->tx_sent = 0;
+	conn->tx_ncut = 0;
+	conn->tx_cut_next = 0;
 	return 0;
 }
 
 void iwarp_tx_buf_retire(struct iwarp_conn *conn)
 {
+	conn->tx_short = false;		/* the next push starts a batch */
 	conn->txpage = NULL;
 	conn->txbuf = NULL;
 	conn->txsize = 0;
 	conn->txfit = 0;
 	conn->tx_len = 0;
 	conn->tx_sent = 0;
+	conn->tx_ncut = 0;
+	conn->tx_cut_next = 0;
 }
 
 void iwarp_tx_buf_trim(struct iwarp_conn *conn)

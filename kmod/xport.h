@@ -76,7 +76,8 @@ static inline int iwarp_xp_frame(struct iwarp_conn *conn, const u8 *hdr, u32 hle
  */
 static inline bool iwarp_xp_room(const struct iwarp_conn *conn, u32 ulpdu_len)
 {
-	return !conn->txpage || conn->tx_len + iwarp_fpdu_room(ulpdu_len) <= conn->txsize;
+	return !conn->txpage || (conn->tx_len + iwarp_fpdu_room(ulpdu_len) <= conn->txsize &&
+				 conn->tx_ncut < IWARP_TX_CUTS);
 }
 
 /*

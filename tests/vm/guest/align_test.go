@@ -55,11 +55,15 @@ var alignWorkloads = []alignWorkload{
 // starts a TCP segment and lies within it) on the wire, for each
 // workload: the share of the TCP segments from A to B that start with an
 // FPDU, and the FPDUs that straddle two segments (docs/DATAPATH.md). The
-// engine sizes FPDUs to the MSS and TCP cuts its segments at the MSS from
-// where a packet starts, so nearly all are aligned; what is not comes
-// from TCP ending a packet inside an FPDU (its fragment limit falls on a
-// page boundary), and each misaligned segment is logged. At least 90%
-// must be: FPDUs not sized to the segment would leave almost none.
+// engine sizes FPDUs to the MSS, and TCP cuts its segments at the MSS from
+// where a packet starts; the engine ends TCP's packet after a message's
+// last, short FPDU when the next one would straddle (held by TCP's
+// windows, the next message would otherwise be added to that packet and
+// every segment after it shifted: 30 to 90% aligned when the host was
+// loaded), and hands a batch's pages over under one hold of the socket.
+// Each misaligned segment is logged; at least 99% must start with an
+// FPDU (all did, loaded or not: what is left is for cuts TCP makes on
+// its own, under memory pressure).
 func TestFPDUAlignment(t *testing.T) {
 	tp := newTopology(t)
 	linkUp(t, tp, ctl.FlagCRC)
@@ -85,8 +89,8 @@ func TestFPDUAlignment(t *testing.T) {
 		for _, m := range st.misses {
 			t.Logf("  %s", m)
 		}
-		if st.aligned*10 < st.segments*9 {
-			t.Errorf("%s: %d of %d segments start with an FPDU, want 90%% at least", w.name, st.aligned, st.segments)
+		if st.aligned*100 < st.segments*99 {
+			t.Errorf("%s: %d of %d segments start with an FPDU, want 99%% at least", w.name, st.aligned, st.segments)
 		}
 	}
 }

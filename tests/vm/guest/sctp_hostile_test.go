@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -374,6 +376,8 @@ func TestSCTPHostile(t *testing.T) {
 		{"data-before-accept", hostileDataBeforeAccept},
 		{"data-with-initiate", hostileDataWithInitiate},
 		{"segment-without-session", hostileStray},
+		{"answer-waits-for-room", hostileAnswerWaits},
+		{"initiate-waits-for-room", hostileInitiateWaits},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -864,4 +868,199 @@ func hostileStray(t *testing.T, tp *Topology) {
 	}
 	p.alive(t, tg, 2)
 	p.finish(t, tg)
+}
+
+// sctpSendQueueFull reports whether the association of namespace ns with
+// the peer's port has no send space left: SCTP's sk_wmem_queued at or
+// above its sk_sndbuf (/proc/net/sctp/assocs: ... LPORT RPORT ... wmema
+// wmemq sndbuf rcvbuf), where a send of any size finds no room. row is
+// the association's row, for the failure.
+func sctpSendQueueFull(t *testing.T, ns string, peerPort uint16) (full bool, row string) {
+	t.Helper()
+	var rows []string
+	if err := RunInNetns(ns, func() (err error) {
+		rows, err = procRows("/proc/thread-self/net/sctp/assocs")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		f := strings.Fields(r)
+		if len(f) < 17 || f[12] != strconv.Itoa(int(peerPort)) {
+			continue
+		}
+		wmemq, err1 := strconv.Atoi(f[len(f)-3])
+		sndbuf, err2 := strconv.Atoi(f[len(f)-2])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("cannot read wmemq and sndbuf from %q", r)
+		}
+		return wmemq >= sndbuf, r
+	}
+	return false, ""
+}
+
+// sctpFillSendQueue sends 64 KiB Sends on e.qp, 8 at a time, until the
+// association of namespace ns with peerPort has no send space left (the
+// peer reads nothing).
+func sctpFillSendQueue(t *testing.T, e *rdmaEnd, ns string, peerPort uint16) {
+	t.Helper()
+	wcs := make([]userlib.WC, 64)
+	sent, done := 0, 0
+	deadline := time.Now().Add(hostileWait)
+	for {
+		if full, _ := sctpSendQueueFull(t, ns, peerPort); full {
+			break
+		}
+		for n := e.cq.Poll(wcs); n > 0; n = e.cq.Poll(wcs) {
+			for _, wc := range wcs[:n] {
+				if wc.Status != userlib.StatusSuccess {
+					t.Fatalf("our Send completed %+v", wc)
+				}
+			}
+			done += n
+		}
+		for sent-done < 8 {
+			if err := e.qp.PostSend(userlib.SendWR{WRID: uint64(sent), Op: userlib.OpSend,
+				Flags: userlib.Signaled, SGEs: []userlib.SGE{e.mr.SGE(0, 65536)}}); err != nil {
+				t.Fatalf("Send %d: %v", sent, err)
+			}
+			sent++
+		}
+		if time.Now().After(deadline) {
+			_, row := sctpSendQueueFull(t, ns, peerPort)
+			t.Fatalf("the send buffer did not fill after %d Sends of 64 KiB (%d completed): %q", sent, done, row)
+		}
+		time.Sleep(20 * time.Millisecond) // no event reports SCTP's send buffer
+	}
+	t.Logf("the send buffer is full after %d Sends of 64 KiB (%d completed)", sent, done)
+}
+
+// hostileAnswerWaits: our side's send buffer toward the peer is full (it
+// sends 64 KiB Sends on stream 0 and the peer reads nothing) when the
+// peer's Initiate on stream 1 comes. The Accept finds no room: it waits
+// for it, as a TCP Reply's write does, rather than fail; the peer then
+// reads, and finds the Accept after the Sends.
+func hostileAnswerWaits(t *testing.T, tp *Topology) {
+	tg := newHostileTarget(t, tp, 1<<20)
+	e := tg.e
+	p := dialHostile(t, tg)
+	p.open(t, tg, e.qp, 0, nil, nil)
+	sctpFillSendQueue(t, e, tp.B, p.addr.Port())
+
+	qp := sctpQP(t, e)
+	p.control(t, 1, 0, wire.FuncInitiate, []byte("room"))
+	req := tg.request(t)
+	accepted := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), hostileWait)
+		defer cancel()
+		accepted <- req.Accept(ctx, qp, nil)
+	}()
+	// Our side's messages in order: stream 0's Sends, then the Accept.
+	segs := 0
+	for {
+		m := p.next(t)
+		if m.sid == 0 && m.ppid == wire.PPIDDDPSegment {
+			segs++
+			continue
+		}
+		if !m.isControl(1, 0, wire.FuncAccept) {
+			t.Fatalf("peer read %v after %d segments; want the Accept on stream 1", m, segs)
+		}
+		break
+	}
+	if err := <-accepted; err != nil {
+		t.Fatalf("the Accept that found no room: %v, want it to wait for room", err)
+	}
+	t.Logf("the Accept went after %d segments of stream 0", segs)
+	tg.awaitSession(t, p.addr, 1, "listed established", func(c ctl.CM, ok bool) bool {
+		return ok && c.State == ctl.CMEstablished
+	})
+	p.finish(t, tg)
+}
+
+// hostileInitiateWaits: our side dials a raw SCTP listener (the peer
+// answers our Initiate with an Accept), then fills the association's send
+// buffer with that session's Sends while the peer reads nothing. A second
+// Dial to the peer takes the same association, and its Initiate finds no
+// room: it waits for it within the Dial's timeout, rather than fail; the
+// peer then reads, finds the Initiate after the Sends, and accepts.
+func hostileInitiateWaits(t *testing.T, tp *Topology) {
+	e := newRdmaEnd(t, tp.A, 1<<20, rdmaAccess)
+	addr := netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1)))
+	var l *sctpsock.Listener
+	if err := RunInNetns(tp.B, func() (err error) {
+		l, err = sctpsock.Listen(addr, sctpsock.Options{Adaptation: wire.SCTPAdaptationDDP,
+			OutStreams: 16, InStreams: 16, NoDelay: true,
+			Events: []uint16{sctpsock.AssocChangeEvent, sctpsock.AdaptationEvent, sctpsock.ShutdownEvent}})
+		return err
+	}); err != nil {
+		t.Fatalf("peer: listen on %v: %v", addr, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	dial := func(qp *userlib.QP) <-chan error {
+		ch := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hostileWait)
+			defer cancel()
+			_, err := qp.Dial(ctx, addr, &userlib.ConnParams{SCTP: &userlib.SCTPParams{}})
+			ch <- err
+		}()
+		return ch
+	}
+	first := dial(e.qp)
+	if err := l.SetDeadline(time.Now().Add(hostileWait)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatalf("peer: accept: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p := &hostilePeer{c: c, buf: make([]byte, wire.SCTPMaxChunk+64)}
+	if err := c.SetReadDeadline(time.Now().Add(hostileWait)); err != nil {
+		t.Fatal(err)
+	}
+	sctpCommUp(t, "peer", c)
+	if m := sctpNext(t, "peer", c); m.Notification == nil {
+		t.Fatalf("peer: after COMM_UP, %s; want our adaptation indication", describe(m))
+	}
+	// Our Initiate (DDP-SSN 0) on the first stream, answered.
+	m := p.next(t)
+	if !m.isControl(m.sid, 0, wire.FuncInitiate) {
+		t.Fatalf("peer read %v; want our Initiate", m)
+	}
+	sid := m.sid
+	p.control(t, sid, 0, wire.FuncAccept, nil)
+	if err := <-first; err != nil {
+		t.Fatalf("the first Dial: %v", err)
+	}
+	sctpFillSendQueue(t, e, tp.A, addr.Port())
+
+	second := dial(sctpQP(t, e))
+	segs := 0
+	for {
+		m, err := p.recv()
+		if err != nil {
+			select {
+			case derr := <-second:
+				t.Fatalf("peer: %v; the Dial whose Initiate found no room ended: %v, want it to wait for room", err, derr)
+			default:
+				t.Fatalf("peer: %v after %d segments", err, segs)
+			}
+		}
+		if m.sid == sid && m.ppid == wire.PPIDDDPSegment {
+			segs++
+			continue
+		}
+		if m.sid == sid || !m.isControl(m.sid, 0, wire.FuncInitiate) {
+			t.Fatalf("peer read %v after %d segments; want the second Initiate on another stream", m, segs)
+		}
+		p.control(t, m.sid, 0, wire.FuncAccept, nil)
+		break
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the Dial whose Initiate found no room: %v, want it to wait for room", err)
+	}
+	t.Logf("the second Initiate went after %d segments of the first session", segs)
 }
