@@ -86,6 +86,12 @@ struct sockaddr_storage;
  * (refused with the peer's private data) or UNREACHABLE, then closed.
  */
 void iwarp_cm_dial_failed(struct iwarp_conn *conn, int err);
+/* A link's or connection's IWARP_RTR_* as the negotiation's IWP_RTR_* bit. */
+u8 iwarp_rtr_bits(u8 rtr);
+struct iwp_term;
+/* The largest iwarp_term_ulpdu(): untagged header and Terminate. */
+#define IWARP_TERM_ULPDU_MAX	(IWP_DDP_UNTAGGED_HDR + IWP_TERM_MAX)
+int iwarp_term_ulpdu(const struct iwp_term *term, u8 *buf, size_t cap);
 /*
  * More local addresses a listener binds (SCTP only): @n of @alen octets
  * each, network order, back to back.

@@ -154,24 +154,35 @@ static int iwarp_mpa_write(struct iwarp_conn *conn, const struct iwp_mpa_frame *
 }
 
 /*
- * The negotiation failed after the frames: the MPA Terminate (LLP layer)
- * as the first and last FPDU, framed as negotiated (MPA-41, RFC 6581).
+ * The DDP segment of a Terminate that ends a connection during its setup
+ * (no header of ours to quote): the first message of its queue (MSN 1).
+ * Returns its length or a negative errno.
  */
-static void iwarp_mpa_send_term(struct iwarp_conn *conn, const struct iwp_term *term)
+int iwarp_term_ulpdu(const struct iwp_term *term, u8 *buf, size_t cap)
 {
 	struct iwp_ddp_msg m = {
 		.dv = IWP_DDP_VERSION, .rv = IWP_RDMAP_VERSION, .opcode = IWP_OP_TERMINATE,
 		.last = 1, .qn = IWP_QN_TERMINATE, .msn = 1,
 	};
+
+	iwp_term_prepare(&m.u.term, term, NULL, 0, 0);
+	return iwp_ddp_build(&m, buf, cap);
+}
+
+/*
+ * The negotiation failed after the frames: the MPA Terminate (LLP layer)
+ * as the first and last FPDU, framed as negotiated (MPA-41, RFC 6581).
+ */
+static void iwarp_mpa_send_term(struct iwarp_conn *conn, const struct iwp_term *term)
+{
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
 	struct iwp_mpa_tx tx;
 	struct kvec iov;
-	u8 ulpdu[IWP_DDP_UNTAGGED_HDR + IWP_TERM_MAX];
+	u8 ulpdu[IWARP_TERM_ULPDU_MAX];
 	u8 fpdu[sizeof(ulpdu) + 32];
 	int n;
 
-	iwp_term_prepare(&m.u.term, term, NULL, 0, 0);
-	n = iwp_ddp_build(&m, ulpdu, sizeof(ulpdu));
+	n = iwarp_term_ulpdu(term, ulpdu, sizeof(ulpdu));
 	if (n < 0)
 		return;
 	iwp_mpa_tx_init(&tx, conn->res.crc, conn->res.markers_tx, 0);
@@ -191,7 +202,7 @@ static void iwarp_mpa_send_term(struct iwarp_conn *conn, const struct iwp_term *
 
 /* ------------------------------------------------------------ policy */
 
-static u8 iwarp_rtr_bits(u8 rtr)
+u8 iwarp_rtr_bits(u8 rtr)
 {
 	switch (rtr) {
 	case IWARP_RTR_READ:
@@ -600,6 +611,13 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 		NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Request (its IRD/ORD take 4 of the 512)");
 		return -EMSGSIZE;
 	}
+	/* Over SCTP revision 2 (the default) is the Enhanced Initiate. */
+	if (p->transport == IWARP_TRANSPORT_SCTP &&
+	    !((p->set & IWARP_LINK_SET_MPA_REV) && p->mpa_rev == 1) &&
+	    p->pd_len > iwarp_pd_room(true)) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an Enhanced Initiate (RFC 6581: its IRD/ORD take 4 of the 512; MPA revision 1 sends the plain one)");
+		return -EMSGSIZE;
+	}
 	qp = iwarp_qp_get(ctx, qp_id);
 	if (!qp) {
 		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
@@ -823,9 +841,12 @@ static int iwarp_cm_answer_lock(struct iwarp_conn *conn, struct netlink_ext_ack 
  */
 static int iwarp_cm_pd_fits(struct iwarp_conn *conn, u16 pd_len, struct netlink_ext_ack *extack)
 {
-	if (conn->xport == IWARP_XPORT_SCTP || pd_len <= iwarp_pd_room(conn->req.enhanced))
+	if (pd_len <= iwarp_pd_room(conn->req.enhanced))
 		return 0;
-	NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Reply (its IRD/ORD take 4 of the 512)");
+	if (conn->xport == IWARP_XPORT_SCTP)
+		NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an Enhanced Accept or Reject (RFC 6581: its IRD/ORD take 4 of the 512)");
+	else
+		NL_SET_ERR_MSG(extack, "IWARP_A_CM_PDATA: at most 508 octets in an MPA revision 2 Reply (its IRD/ORD take 4 of the 512)");
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_MPA_WAIT_ACCEPT);
 	return -EMSGSIZE;
 }
@@ -902,8 +923,11 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 
 	if (conn->xport == IWARP_XPORT_SCTP) {
 		err = iwarp_sctp_answer(conn, IWP_SCTP_ACCEPT, p->pdata, p->pd_len);
-		if (!err)
+		/* A P2P responder is established by the RTR (iwarp_cm_rtr_received()). */
+		if (!err && !conn->res.p2p)
 			iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
+		if (err == -ECONNREFUSED)
+			NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the RFC 6581 parameters cannot be agreed on; the request was refused");
 		mutex_unlock(&conn->cm_lock);
 		goto sctp_done;
 	}

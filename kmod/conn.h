@@ -199,6 +199,9 @@ struct iwarp_conn {
 	bool sctp_tx_wait;		/* waits for send space (sctp_tx.c) */
 	struct iwarp_sctp_rx *srx;	/* SCTP session: receive order (rx_mutex) */
 	u16 sctp_answer;		/* to our Initiate: function code (conn->lock) */
+	struct iwp_mpa_frame sctp_rep;	/* the answer as a Reply (conn->lock):
+					 * RFC 6581 IRD, ORD, flags; no pdata
+					 */
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;
 	int ifindex;			/* the route's device, for link stats */
@@ -207,7 +210,9 @@ struct iwarp_conn {
 	/* MPA exchange */
 	struct iwarp_cm_params params;	/* active: the overrides */
 	struct iwp_mpa_policy pol;
-	struct iwp_mpa_frame req;	/* the Request sent or received */
+	struct iwp_mpa_frame req;	/* the Request or SCTP Initiate sent or
+					 * received (RFC 6581 words)
+					 */
 	struct iwp_mpa_result res;
 	bool rfc7306;			/* RFC 7306 operations on (policy) */
 	int tcp_err;			/* why TCP ended the stream (errno), first seen */

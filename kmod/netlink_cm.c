@@ -90,11 +90,21 @@ static int iwarp_nl_cm_transport(struct genl_info *info, struct iwarp_cm_params 
 		}
 		return 0;
 	}
-	/* The MPA parameters mean nothing without MPA. */
-	if ((p->set & (IWARP_LINK_SET_MPA_REV | IWARP_LINK_SET_RTR)) ||
-	    ((p->set & IWARP_LINK_SET_FLAGS) && (p->flags & ~IWARP_LINK_F_RFC7306))) {
+	/*
+	 * CRC and markers mean nothing without MPA; the revision (2: RFC
+	 * 6581's enhanced session control), p2p and the RTR are RFC 6581's,
+	 * which covers SCTP too (docs/SCTP.md 2.7).
+	 */
+	if ((p->set & IWARP_LINK_SET_FLAGS) &&
+	    (p->flags & (IWARP_LINK_F_CRC | IWARP_LINK_F_MARKERS))) {
 		NL_SET_ERR_MSG(info->extack,
-			       "IWARP_A_LINK_FLAGS: crc, markers and p2p, the MPA revision and the RTR are MPA parameters, unused over SCTP");
+			       "IWARP_A_LINK_FLAGS: crc and markers are MPA parameters, unused over SCTP");
+		return -EINVAL;
+	}
+	if ((p->set & IWARP_LINK_SET_FLAGS) && (p->flags & IWARP_LINK_F_P2P) &&
+	    (p->set & IWARP_LINK_SET_MPA_REV) && p->mpa_rev != 2) {
+		NL_SET_ERR_MSG(info->extack,
+			       "IWARP_A_LINK_FLAGS: p2p needs revision 2 (RFC 6581's enhanced session control)");
 		return -EINVAL;
 	}
 	if (streams) {
@@ -396,7 +406,10 @@ static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 pi
 			      nla_put_u16(skb, IWARP_A_CM_SCTP_STREAM, READ_ONCE(conn->sid))));
 	}
 	if (!full && READ_ONCE(conn->fpdu_mode) && conn->xport == IWARP_XPORT_SCTP) {
+		const struct iwp_mpa_result *res = &conn->res;
+
 		full = nla_put_u32(skb, IWARP_A_CONN_FLAGS, iwarp_conn_flags(conn)) ||
+		       (res->p2p && nla_put_u8(skb, IWARP_A_LINK_RTR, iwarp_rtr_attr(res->rtr))) ||
 		       nla_put_u32(skb, IWARP_A_LINK_IRD, conn->ird_max) ||
 		       nla_put_u32(skb, IWARP_A_LINK_ORD, conn->ord_max) ||
 		       iwarp_nl_put_stats(skb, &conn->stats);

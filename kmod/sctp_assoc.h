@@ -90,6 +90,8 @@ struct iwarp_sctp_slot {
 	u16 term_ssn;
 	u16 pd_len;
 	u8 *pd;				/* an Initiate's private data, until taken */
+	bool enh;			/* that Initiate was enhanced (RFC 6581) */
+	u8 words[4];			/* and its IRD and ORD words */
 };
 
 struct iwarp_assoc {

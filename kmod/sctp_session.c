@@ -46,10 +46,13 @@
 
 /*
  * A session control chunk on stream @sid, under assoc->lock (the close
- * clears the socket under it): 0, or the send's error.
+ * clears the socket under it): @func (Initiate, Accept, Reject: plain
+ * codes) with @f's private data, enhanced (RFC 6581, its IRD and ORD
+ * words first) when f->enhanced; a Terminate has no @f. 0, or the send's
+ * error.
  */
 static int iwarp_sctp_ctl_send(struct iwarp_assoc *a, u16 sid, u16 ssn, u16 func,
-			       const u8 *pd, u16 pd_len)
+			       const struct iwp_mpa_frame *f)
 {
 	u8 *buf;
 	int n, err;
@@ -60,11 +63,44 @@ static int iwarp_sctp_ctl_send(struct iwarp_assoc *a, u16 sid, u16 ssn, u16 func
 	buf = kmalloc(IWP_SCTP_CTL_MAX, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	n = iwp_sctp_ctl_build(ssn, func, pd, pd_len, buf, IWP_SCTP_CTL_MAX);
+	if (f && f->enhanced) {
+		func += IWP_SCTP_ENH_DELTA;
+		n = iwp_sctp_ctl_build_enh(ssn, func, f, buf, IWP_SCTP_CTL_MAX);
+	} else {
+		n = iwp_sctp_ctl_build(ssn, func, f ? f->pdata : NULL, f ? f->pd_len : 0, buf,
+				       IWP_SCTP_CTL_MAX);
+	}
 	err = n < 0 ? n : iwarp_sctp_send(a->sock, sid, IWP_SCTP_PPID_CONTROL, buf, n, false);
 	kfree(buf);
 	pr_debug("assoc %u stream %u: %s sent (%d)\n", a->id, sid, iwp_sctp_func_name(func), err);
 	return err;
+}
+
+/*
+ * The RDMAP Terminate that ends a session during its setup (RFC 6581 9:
+ * the RFC 6581 parameters cannot be agreed on), as its next DDP segment;
+ * the Session Terminate follows from the close. Best effort.
+ */
+static void iwarp_sctp_send_term(struct iwarp_conn *conn, const struct iwp_term *term)
+{
+	struct iwarp_assoc *a = conn->assoc;
+	u8 buf[IWP_SCTP_SSN_SIZE + IWARP_TERM_ULPDU_MAX];
+	int n;
+
+	n = iwarp_term_ulpdu(term, buf + IWP_SCTP_SSN_SIZE, sizeof(buf) - IWP_SCTP_SSN_SIZE);
+	if (n < 0)
+		return;
+	mutex_lock(&a->lock);
+	mutex_lock(&conn->tx_lock);
+	iwp_sctp_seg_hdr_build(conn->sctp_tx_ssn, buf, sizeof(buf));
+	if (a->sock && a->state == IWARP_ASSOC_UP && !conn->sctp_tx_off &&
+	    !iwarp_sctp_send(a->sock, conn->sid, IWP_SCTP_PPID_SEGMENT, buf,
+			     IWP_SCTP_SSN_SIZE + n, false)) {
+		conn->sctp_tx_ssn++;
+		conn->stats.term_sent = BIT(31) | iwarp_term_code(term);
+	}
+	mutex_unlock(&conn->tx_lock);
+	mutex_unlock(&a->lock);
 }
 
 /* Sets a slot's session and state; assoc->lock held, rx_mutex taken. */
@@ -92,8 +128,11 @@ static void iwarp_slot_set(struct iwarp_assoc *a, u16 sid, struct iwarp_conn *co
 /* --------------------------------------------------- RTS without engines */
 
 /*
- * The session is open: the QP's state for the verbs, in RTS. IRD and ORD
- * are this side's (no negotiation over SCTP yet, docs/SCTP.md 2.7).
+ * The session is open: the QP's state for the verbs, in RTS, with the IRD,
+ * ORD and RTR conn->res agreed on (docs/SCTP.md 2.7). In P2P mode the
+ * initiator sends the RTR first and the responder waits for it, as over
+ * MPA (the RTR's segment is the session's first; its ESTABLISHED comes
+ * with it).
  */
 static int iwarp_sctp_start(struct iwarp_conn *conn)
 {
@@ -101,10 +140,17 @@ static int iwarp_sctp_start(struct iwarp_conn *conn)
 	struct iwarp_qp *qp = conn->qp;
 	bool resume;
 
-	conn->ord = max_t(u32, conn->pol.ord, 1);
-	conn->ord_max = conn->pol.ord;
-	conn->ird = max_t(u32, conn->pol.ird, 1);
-	conn->ird_max = conn->pol.ird;
+	/* An ORQ slot at least, for the Read RTR of P2P mode. */
+	conn->ord = max_t(u32, conn->res.ord, 1);
+	conn->ord_max = conn->res.ord;
+	conn->ird = max_t(u32, conn->res.ird, 1);
+	conn->ird_max = conn->res.ird;
+	if (conn->res.p2p) {
+		if (conn->kind == IWARP_CM_KIND_ACTIVE)
+			conn->rtr_pending = true;
+		else
+			conn->rtr_wait = true;
+	}
 	if (iwarp_conn_queues(conn))
 		return -ENOMEM;
 	mutex_lock(&conn->tx_lock);
@@ -116,7 +162,10 @@ static int iwarp_sctp_start(struct iwarp_conn *conn)
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_RTS);
 	conn->fpdu_mode = true;		/* the doorbell reaches the engine */
 	mutex_unlock(&conn->tx_lock);
-	iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
+	if (!conn->rtr_wait)
+		iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
+	if (conn->rtr_pending)
+		iwarp_tx_kick(conn);
 	/* What came before RTS was kept: rx_work acts on it now. */
 	mutex_lock(&a->rx_mutex);
 	resume = iwarp_sctp_rx_start(conn);
@@ -220,8 +269,7 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 	a->slots[pick].used = true;
 	iwarp_conn_get(conn);		/* the slot's */
 	iwarp_slot_set(a, pick, conn, IWARP_SLOT_INITIATE_SENT);
-	err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn, IWP_SCTP_INITIATE,
-				  conn->own_pd, conn->own_pd_len);
+	err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn, IWP_SCTP_INITIATE, &conn->req);
 	if (err == -EAGAIN) {
 		/*
 		 * SCTP's send buffer is full: wait for room (rx_work sees
@@ -234,7 +282,7 @@ static int iwarp_sctp_take_stream(struct iwarp_conn *conn)
 		/* The bits before the retry's look at the room; rx_work pairs. */
 		smp_mb__after_atomic();
 		err = iwarp_sctp_ctl_send(a, pick, conn->sctp_tx_ssn, IWP_SCTP_INITIATE,
-					  conn->own_pd, conn->own_pd_len);
+					  &conn->req);
 	}
 	if (err) {
 		/*
@@ -273,6 +321,7 @@ out:
  */
 void iwarp_sctp_session_work(struct iwarp_conn *conn)
 {
+	struct iwp_mpa_frame rep;
 	unsigned long flags;
 	u16 answer;
 	int err;
@@ -280,6 +329,10 @@ void iwarp_sctp_session_work(struct iwarp_conn *conn)
 	switch (conn->mpa_step) {
 	case IWARP_MPA_START:
 		conn->deadline = jiffies + msecs_to_jiffies(conn->timeout_ms);
+		/* Enhanced with the revision 2 policy (RFC 6581 7), plain with 1. */
+		iwp_mpa_req_init(&conn->pol, &conn->req);
+		conn->req.pdata = conn->own_pd_len ? conn->own_pd : NULL;
+		conn->req.pd_len = conn->own_pd_len;
 		err = iwarp_assoc_join(conn, conn->params.sctp_local_set ?
 				       &conn->params.sctp_local : NULL,
 				       conn->params.sctp_streams ?: IWARP_SCTP_STREAMS_DEFAULT,
@@ -333,6 +386,19 @@ void iwarp_sctp_session_work(struct iwarp_conn *conn)
 			err = -ECONNREFUSED;
 			goto fail;
 		}
+		/*
+		 * RFC 6581 9.1, 9.2 as over MPA: our ORD at most the peer's
+		 * IRD, the RTR one of ours it takes. Else its Terminate
+		 * (LLP/0/0x06 or 0x07), then the Session Terminate.
+		 */
+		spin_lock_irqsave(&conn->lock, flags);
+		rep = conn->sctp_rep;
+		spin_unlock_irqrestore(&conn->lock, flags);
+		if (iwp_mpa_finish(&conn->pol, &conn->req, &rep, &conn->res)) {
+			iwarp_sctp_send_term(conn, &conn->res.term);
+			err = -EPROTO;
+			goto fail;
+		}
 		err = iwarp_sctp_start(conn);
 		if (err)
 			goto fail;
@@ -371,7 +437,7 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 		want = s->state == IWARP_SLOT_INITIATE_RCVD && !s->conn;
 		mutex_unlock(&a->rx_mutex);
 		if (owed &&
-		    iwarp_sctp_ctl_send(a, i, ssn, IWP_SCTP_TERMINATE, NULL, 0) == -EAGAIN) {
+		    iwarp_sctp_ctl_send(a, i, ssn, IWP_SCTP_TERMINATE, NULL) == -EAGAIN) {
 			/*
 			 * Again once SCTP has room (rx_work sees the space),
 			 * and in a while anyway: room freed before the bit
@@ -408,8 +474,7 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 			iwarp_conn_get(lsn);
 			conn->lsn = lsn;
 			atomic_set(&conn->pending_counted, 1);
-			conn->pol.ird = lsn->pol.ird;
-			conn->pol.ord = lsn->pol.ord;
+			conn->pol = lsn->pol;
 			conn->rfc7306 = lsn->rfc7306;
 			conn->state = IWARP_CM_STATE_MPA_WAIT_ACCEPT;
 		}
@@ -435,11 +500,21 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 			kfree(s->pd);
 			s->pd = NULL;
 			mutex_unlock(&a->rx_mutex);
-			iwarp_sctp_ctl_send(a, i, 0, IWP_SCTP_TERMINATE, NULL, 0);
+			iwarp_sctp_ctl_send(a, i, 0, IWP_SCTP_TERMINATE, NULL);
 			continue;
 		}
 		memcpy(conn->peer_pd, s->pd, s->pd_len);
 		conn->peer_pd_len = s->pd_len;
+		/* The Initiate as a Request, for the answer (RFC 6581 7). */
+		memset(&conn->req, 0, sizeof(conn->req));
+		conn->req.rev = 1;
+		if (s->enh) {
+			conn->req.enhanced = 1;
+			conn->req.rev = 2;
+			iwp_mpa_v2_get(s->words, &conn->req);
+		}
+		conn->req.pdata = conn->peer_pd_len ? conn->peer_pd : NULL;
+		conn->req.pd_len = conn->peer_pd_len;
 		kfree(s->pd);
 		s->pd = NULL;
 		iwarp_conn_get(conn);	/* the slot's */
@@ -459,8 +534,8 @@ void iwarp_sctp_assoc_requests(struct iwarp_assoc *a)
 }
 
 /* One try of iwarp_sctp_answer(): -EAGAIN when SCTP had no room. */
-static int iwarp_sctp_answer_once(struct iwarp_conn *conn, u16 func, const u8 *pd,
-				  u16 pd_len)
+static int iwarp_sctp_answer_once(struct iwarp_conn *conn, u16 func,
+				  const struct iwp_mpa_frame *rep)
 {
 	struct iwarp_assoc *a = conn->assoc;
 	int err;
@@ -472,7 +547,7 @@ static int iwarp_sctp_answer_once(struct iwarp_conn *conn, u16 func, const u8 *p
 		/* Open before the Accept goes: the peer's data may follow it at once. */
 		if (func == IWP_SCTP_ACCEPT)
 			iwarp_slot_set(a, conn->sid, conn, IWARP_SLOT_OPEN);
-		err = iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn, func, pd, pd_len);
+		err = iwarp_sctp_ctl_send(a, conn->sid, conn->sctp_tx_ssn, func, rep);
 		if (!err)
 			conn->sctp_tx_ssn++;	/* not taken by a chunk that never went */
 		if (err && func == IWP_SCTP_ACCEPT)
@@ -494,17 +569,32 @@ static int iwarp_sctp_answer_once(struct iwarp_conn *conn, u16 func, const u8 *p
  * The answer to a session's Initiate, in the caller: an Accept or Reject
  * that finds SCTP's send buffer full waits for room, as a TCP Reply's
  * write does (IWARP_CM_REQ_TIMEOUT_MS), unless the association or the
- * session ends first or a signal comes.
+ * session ends first or a signal comes. Enhanced (RFC 6581) when the
+ * Initiate was, with the IRD, ORD and RTR agreed on as over MPA; an
+ * Accept on which they cannot be agreed (no RTR in common) goes as an
+ * Enhanced Reject and returns -ECONNREFUSED.
  */
 int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_len)
 {
 	unsigned long until = jiffies + msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS);
 	struct iwarp_assoc *a = conn->assoc;
+	struct iwp_mpa_result res;
+	struct iwp_mpa_frame rep;
+	bool refused;
 	long left;
 	u32 gen;
 	int err;
 
-	err = iwarp_sctp_answer_once(conn, func, pd, pd_len);
+	refused = iwp_mpa_respond(&conn->pol, &conn->req, &rep, &res) && func == IWP_SCTP_ACCEPT;
+	if (refused || func == IWP_SCTP_REJECT) {
+		func = IWP_SCTP_REJECT;
+		rep.r = 1;
+	}
+	rep.pdata = pd_len ? pd : NULL;
+	rep.pd_len = pd_len;
+	if (func == IWP_SCTP_ACCEPT)
+		conn->res = res;
+	err = iwarp_sctp_answer_once(conn, func, &rep);
 	while (err == -EAGAIN) {
 		gen = READ_ONCE(a->space_gen);
 		/*
@@ -515,7 +605,7 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 		set_bit(IWARP_ASSOC_TX_WAIT, &a->flags);
 		/* The bit before the try's look at the room. */
 		smp_mb__after_atomic();
-		err = iwarp_sctp_answer_once(conn, func, pd, pd_len);
+		err = iwarp_sctp_answer_once(conn, func, &rep);
 		if (err != -EAGAIN)
 			break;
 		left = (long)(until - jiffies);
@@ -530,7 +620,7 @@ int iwarp_sctp_answer(struct iwarp_conn *conn, u16 func, const u8 *pd, u16 pd_le
 	}
 	if (!err && func == IWP_SCTP_ACCEPT)
 		err = iwarp_sctp_start(conn);
-	return err;
+	return err ?: refused ? -ECONNREFUSED : 0;
 }
 
 /* ---------------------------------------------------------------- ending */
@@ -592,7 +682,7 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		/* No room now: owed, cm_work sends it once there is (quarantine waits). */
 		if (!answered && state != IWARP_SLOT_INITIATE_SENT &&
 		    iwarp_sctp_ctl_send(a, conn->sid, ssn, IWP_SCTP_TERMINATE,
-					NULL, 0) == -EAGAIN) {
+					NULL) == -EAGAIN) {
 			mutex_lock(&a->rx_mutex);
 			s->term_owed = true;
 			s->term_ssn = ssn;
@@ -652,7 +742,7 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 	unsigned long flags;
 	bool close = false;
 
-	switch (c->func) {
+	switch (iwp_sctp_func_base(c->func)) {
 	case IWP_SCTP_INITIATE:
 		/* A Terminate still owed on the stream makes it busy too. */
 		if (c->ssn || s->state != IWARP_SLOT_FREE || a->active || s->term_owed) {
@@ -677,6 +767,10 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 			return;
 		}
 		s->pd_len = c->len;
+		/* RFC 6581 7: the IRD, ORD and flags the answer negotiates from */
+		s->enh = c->enh.enhanced;
+		if (s->enh)
+			iwp_mpa_v2_put(&c->enh, s->words);
 		s->state = IWARP_SLOT_INITIATE_RCVD;
 		s->peer_term = false;
 		a->rx_requests = true;
@@ -685,7 +779,7 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 	case IWP_SCTP_REJECT:
 		if (!conn && s->state == IWARP_SLOT_QUARANTINE && !c->ssn) {
 			/* The answer to an Initiate we gave up on (Dial timeout). */
-			if (c->func == IWP_SCTP_REJECT) {
+			if (iwp_sctp_func_base(c->func) == IWP_SCTP_REJECT) {
 				s->state = IWARP_SLOT_FREE;
 				a->rx_requests = true;
 			} else {
@@ -695,6 +789,11 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 			}
 			return;
 		}
+		/*
+		 * RFC 6581 10: an enhanced Initiate gets an enhanced answer, a
+		 * plain one a plain answer (conn->req was set before the
+		 * Initiate went, under rx_mutex with the slot's state).
+		 */
 		if (!conn || s->state != IWARP_SLOT_INITIATE_SENT || c->ssn) {
 			if (conn)
 				close = true;
@@ -702,14 +801,28 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 				a->rx_dropped++;
 			break;
 		}
+		if (c->enh.enhanced != conn->req.enhanced) {
+			/* The peer's session ends too: after an Accept, our Terminate. */
+			if (iwp_sctp_func_base(c->func) == IWP_SCTP_ACCEPT)
+				s->state = IWARP_SLOT_OPEN;
+			else
+				s->answered = true;
+			close = true;
+			break;
+		}
 		spin_lock_irqsave(&conn->lock, flags);
 		if (!conn->sctp_answer) {
-			conn->sctp_answer = c->func;
+			conn->sctp_answer = iwp_sctp_func_base(c->func);
 			memcpy(conn->peer_pd, c->data, c->len);
 			conn->peer_pd_len = c->len;
+			conn->sctp_rep = c->enh;
+			conn->sctp_rep.pdata = NULL;
+			conn->sctp_rep.rep = 1;
+			conn->sctp_rep.rev = c->enh.enhanced ? 2 : 1;
+			conn->sctp_rep.r = conn->sctp_answer == IWP_SCTP_REJECT;
 		}
 		spin_unlock_irqrestore(&conn->lock, flags);
-		if (c->func == IWP_SCTP_REJECT)
+		if (iwp_sctp_func_base(c->func) == IWP_SCTP_REJECT)
 			s->answered = true;
 		else
 			s->state = IWARP_SLOT_OPEN;
@@ -783,9 +896,13 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 		pr_debug("assoc %u stream %u: chunk rejected (%d)\n", a->id, r->sid, c.why);
 		if (conn) {
 			iwarp_sctp_rx_violation(conn);
-		} else if (c.ppid == IWP_SCTP_PPID_CONTROL && c.func == IWP_SCTP_INITIATE &&
+		} else if (c.ppid == IWP_SCTP_PPID_CONTROL &&
+			   iwp_sctp_func_base(c.func) == IWP_SCTP_INITIATE &&
 			   a->slots[r->sid].state == IWARP_SLOT_FREE) {
-			/* An Initiate we cannot take (private data too long): SCTP-18. */
+			/*
+			 * An Initiate we cannot take (private data too long, an
+			 * enhanced one without its IRD and ORD): SCTP-18.
+			 */
 			iwarp_sctp_refuse(a, r->sid);
 		} else {
 			a->rx_dropped++;
@@ -834,11 +951,27 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 #define IWARP_SCTP_IRD_DEFAULT	16
 #define IWARP_SCTP_ORD_DEFAULT	16
 
-/* IRD, ORD and RFC 7306 of a session: the overrides, else the defaults. */
+/*
+ * The session policy: the overrides, else the defaults (no link applies
+ * over SCTP). Revision 2 makes a Dial's Initiate enhanced (RFC 6581 7),
+ * with P2P and its RTR (Write unless set) if asked; a listener answers
+ * either kind, grants P2P and takes any RTR offered, Write first. No CRC
+ * or markers: SCTP's CRC32c covers every chunk.
+ */
 void iwarp_sctp_policy(struct iwarp_conn *conn, const struct iwarp_cm_params *p)
 {
-	conn->pol.ird = (p->set & IWARP_LINK_SET_IRD) ? p->ird : IWARP_SCTP_IRD_DEFAULT;
-	conn->pol.ord = (p->set & IWARP_LINK_SET_ORD) ? p->ord : IWARP_SCTP_ORD_DEFAULT;
+	struct iwp_mpa_policy *pol = &conn->pol;
+	bool active = conn->kind == IWARP_CM_KIND_ACTIVE;
+
+	memset(pol, 0, sizeof(*pol));
+	pol->rev = (p->set & IWARP_LINK_SET_MPA_REV) ? p->mpa_rev : 2;
+	pol->markers_tx_ok = 1;
+	pol->ird_relaxed = 1;
+	pol->ird = (p->set & IWARP_LINK_SET_IRD) ? p->ird : IWARP_SCTP_IRD_DEFAULT;
+	pol->ord = (p->set & IWARP_LINK_SET_ORD) ? p->ord : IWARP_SCTP_ORD_DEFAULT;
+	pol->p2p = !active || ((p->set & IWARP_LINK_SET_FLAGS) && (p->flags & IWARP_LINK_F_P2P));
+	pol->rtr = !active ? IWP_RTR_WRITE | IWP_RTR_READ | IWP_RTR_SEND :
+		   iwarp_rtr_bits((p->set & IWARP_LINK_SET_RTR) ? p->rtr : IWARP_RTR_WRITE);
 	conn->rfc7306 = (p->set & IWARP_LINK_SET_FLAGS) && (p->flags & IWARP_LINK_F_RFC7306);
 }
 

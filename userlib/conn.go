@@ -55,8 +55,9 @@ type MPAParams struct {
 // ConnParams are the optional parameters of QP.Dial and ConnRequest.Accept;
 // a nil *ConnParams is the zero value.
 type ConnParams struct {
-	// PrivateData goes in the MPA Request (Dial) or Reply (Accept); at
-	// most MaxPrivateData octets, and 508 in an MPA revision 2 frame,
+	// PrivateData goes in the MPA Request (Dial) or Reply (Accept), or
+	// the SCTP Initiate or Accept; at most MaxPrivateData octets, and 508
+	// in an MPA revision 2 frame or enhanced SCTP session control chunk,
 	// whose IRD/ORD take 4 of the 512 (RFC 6581). More fails with
 	// syscall.EMSGSIZE: at once for Accept, Reject and a Dial that sets
 	// MPA.Rev; otherwise as the Dial's error once the link's revision is
@@ -68,12 +69,16 @@ type ConnParams struct {
 	// MPA replaces the link's MPA defaults for this connection (Dial);
 	// nil keeps them. Accept takes MPA.RFC7306 only (the other parameters
 	// were the link's when the request arrived): it replaces the link's.
+	// Over SCTP (no link) Rev, P2P and RTR are RFC 6581's: revision 2
+	// (the default) sends the Enhanced Initiate with IRD and ORD, 1 the
+	// plain one of RFC 5043; CRC and Markers do not apply.
 	MPA *MPAParams
 	// IRD and ORD (inbound and outbound RDMA Read queue depths, 1 to
 	// MaxIRDORD) replace the link's; 0 keeps them.
 	IRD, ORD int
 	// SCTP makes Dial set up a DDP session over SCTP (RFC 5043) instead
-	// of MPA over TCP; nil keeps TCP. MPA may then set RFC7306 only.
+	// of MPA over TCP; nil keeps TCP. MPA may then set all but CRC and
+	// Markers.
 	// Accept takes no SCTP parameters (the request's transport applies).
 	SCTP *SCTPParams
 }
@@ -154,8 +159,8 @@ func (p *ConnParams) validate(op string, active bool) error {
 		if len(p.SCTP.LocalAddrs) > 0 {
 			return bad("SCTP.LocalAddrs applies to ListenSCTP only")
 		}
-		if m := p.MPA; m != nil && (*m != MPAParams{RFC7306: m.RFC7306}) {
-			return bad("over SCTP MPA may set RFC7306 only (no MPA runs)")
+		if m := p.MPA; m != nil && (m.CRC || m.Markers) {
+			return bad("over SCTP MPA may not set CRC or Markers (no MPA runs; SCTP's CRC32c covers every chunk)")
 		}
 	}
 	if !active {
@@ -207,11 +212,8 @@ func (p *ConnParams) encode(ae *netlink.AttributeEncoder, active bool) {
 		if s.NewAssociation {
 			ae.Uint8(netlinkproto.AttrCMSctpNewAssoc, 1)
 		}
-		if m := p.MPA; m != nil && m.RFC7306 {
-			ae.Uint32(netlinkproto.AttrLinkFlags, netlinkproto.LinkFRFC7306)
-		}
 	}
-	if m := p.MPA; active && m != nil && p.SCTP == nil {
+	if m := p.MPA; active && m != nil {
 		var flags uint32
 		if m.CRC {
 			flags |= netlinkproto.LinkFCRC

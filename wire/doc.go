@@ -4,7 +4,8 @@
 // kernel module: MPA framing on TCP (RFC 5044, seed 001) with markers and
 // CRC32c, MPA Request/Reply frames revision 1 and 2 (RFC 5044, RFC 6581), DDP
 // segments (RFC 5041), RDMAP messages (RFC 5040), the RFC 7306 extensions
-// (atomics and immediate data) and the DDP over SCTP chunks (RFC 5043).
+// (atomics and immediate data) and the DDP over SCTP chunks (RFC 5043, with
+// RFC 6581's enhanced session control codes).
 //
 // The package has no state beyond what a caller creates. Builders accept any
 // field value, including invalid ones, so that test peers can send malformed
@@ -24,12 +25,15 @@
 //   - Receiver takes stream octets in any chunking and yields FPDUs, or the
 //     framing error and its Terminate code (MPA-12, MPA-28, MPA-29);
 //   - MPAFrame with AppendMPAFrame and ParseMPAFrame (MPA-32..MPA-52);
+//   - RDMAConnData with AppendRDMAConnData and ParseRDMAConnData, the
+//     IRD/ORD words of enhanced MPA frames and SCTP session chunks (RFC 6581
+//     §9);
 //   - Segment with AppendSegment, ParseSegment and ValidateSegment for DDP and
 //     RDMAP headers (DDP-1..DDP-14, DDP-36, RDMAP-1..RDMAP-10, RDMAP-EXT-*);
 //   - FetchAdd, Swap and CmpSwap for the atomic arithmetic (RDMAP-EXT-11..13);
 //   - MULPDU (MPA-18, MPA-19);
 //   - SessionControl and SegmentChunk with ParseSCTPChunk, the Append
 //     functions, SCTPMULPDU and DDP-SSN arithmetic for DDP over SCTP
-//     (SCTP-5..SCTP-10, SCTP-23);
+//     (SCTP-5..SCTP-10, SCTP-23, SCTP-30);
 //   - DecodeStream turns one direction of a captured stream into Records.
 package wire

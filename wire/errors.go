@@ -47,12 +47,16 @@ var (
 	// ErrShortChunk: a chunk without its DDP-SSN, or a session control
 	// chunk without its function code (SCTP-7, SCTP-8).
 	ErrShortChunk = errors.New("SCTP chunk too short")
-	// ErrUnknownFunction: a session control function code other than 1–4
-	// (SCTP-9).
+	// ErrUnknownFunction: a session control function code other than 1–7
+	// (SCTP-9; 5–7 from RFC 6581 §7).
 	ErrUnknownFunction = errors.New("unknown DDP stream session function code")
 	// ErrTerminateData: a session Terminate with private data (SCTP-10).
 	ErrTerminateData = errors.New("DDP stream session Terminate with private data")
-	// ErrPrivateDataLen: more than 512 octets of private data (SCTP-10).
+	// ErrEnhancedShort: an Enhanced Initiate, Accept or Reject whose private
+	// data is shorter than the 4 octets of IRD and ORD (RFC 6581 §7, §9).
+	ErrEnhancedShort = errors.New("enhanced DDP stream session control without IRD/ORD")
+	// ErrPrivateDataLen: more than 512 octets of private data, the IRD/ORD
+	// words of an enhanced chunk included (SCTP-10, RFC 6581 §7).
 	ErrPrivateDataLen = errors.New("DDP stream session private data above 512 octets")
 )
 

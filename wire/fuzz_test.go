@@ -249,8 +249,13 @@ func FuzzSCTPChunk(f *testing.F) {
 			got = AppendSegmentChunk(nil, ch.Segment)
 			_ = ValidateSegment(ch.Segment.DDP)
 		case ppid == PPIDSessionControl && ch.Control != nil:
-			if !ch.Control.Func.Known() || len(ch.Control.PrivateData) > MaxSessionPrivateData {
-				t.Fatalf("accepted %v", ch.Control.String())
+			c := ch.Control
+			pdlen := len(c.PrivateData)
+			if c.RDMA != nil {
+				pdlen += RDMAConnDataLen
+			}
+			if !c.Func.Known() || pdlen > MaxSessionPrivateData || (c.RDMA != nil) != c.Func.Enhanced() {
+				t.Fatalf("accepted %v", c.String())
 			}
 			got = AppendSessionControl(nil, ch.Control)
 		default:

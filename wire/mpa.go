@@ -27,7 +27,76 @@ const (
 	ORDFlagRTRWrite = 0x8000 // C: zero-length RDMA Write as RTR
 	ORDFlagRTRRead  = 0x4000 // D: zero-length RDMA Read as RTR
 	IRDORDMask      = 0x3FFF
+
+	// RDMAConnDataLen is the size of the enhanced RDMA connection
+	// establishment data (RFC 6581 §9): the IRD word, then the ORD word.
+	RDMAConnDataLen = 4
 )
+
+// RDMAConnData is the enhanced RDMA connection establishment data of RFC
+// 6581 §9, the 4 octets at the start of the private data of an enhanced MPA
+// Request or Reply frame and of an enhanced DDP Stream Session Initiate,
+// Accept or Reject chunk (DDP over SCTP, RFC 6581 §7). The flags are as
+// sent: with P2P clear a receiver ignores the other three (RFC 6581 §9.2),
+// but they are reported and written as they are.
+type RDMAConnData struct {
+	IRD, ORD uint16 // 14 bits each
+	P2P      bool   // A, 0x8000 of the IRD word: peer-to-peer, RTR wanted
+	RTRSend  bool   // B, 0x4000 of the IRD word: zero-length Send as RTR
+	RTRWrite bool   // C, 0x8000 of the ORD word: zero-length RDMA Write as RTR
+	RTRRead  bool   // D, 0x4000 of the ORD word: zero-length RDMA Read as RTR
+}
+
+// AppendRDMAConnData appends the 4 octets of d to dst, big-endian: IRD and
+// ORD are cut to their low 14 bits, the flags take the high two of each
+// word.
+func AppendRDMAConnData(dst []byte, d RDMAConnData) []byte {
+	ird := d.IRD & IRDORDMask
+	if d.P2P {
+		ird |= IRDFlagP2P
+	}
+	if d.RTRSend {
+		ird |= IRDFlagRTRSend
+	}
+	ord := d.ORD & IRDORDMask
+	if d.RTRWrite {
+		ord |= ORDFlagRTRWrite
+	}
+	if d.RTRRead {
+		ord |= ORDFlagRTRRead
+	}
+	dst = binary.BigEndian.AppendUint16(dst, ird)
+	return binary.BigEndian.AppendUint16(dst, ord)
+}
+
+// ParseRDMAConnData reads the first 4 octets of b, which must hold at least
+// RDMAConnDataLen octets (it panics otherwise). Every bit pattern is valid.
+func ParseRDMAConnData(b []byte) RDMAConnData {
+	ird := binary.BigEndian.Uint16(b)
+	ord := binary.BigEndian.Uint16(b[2:RDMAConnDataLen])
+	return RDMAConnData{
+		IRD:      ird & IRDORDMask,
+		ORD:      ord & IRDORDMask,
+		P2P:      ird&IRDFlagP2P != 0,
+		RTRSend:  ird&IRDFlagRTRSend != 0,
+		RTRWrite: ord&ORDFlagRTRWrite != 0,
+		RTRRead:  ord&ORDFlagRTRRead != 0,
+	}
+}
+
+// text is the " ird N ord N" and flag words of the String methods.
+func (d *RDMAConnData) text() string {
+	s := fmt.Sprintf(" ird %d ord %d", d.IRD, d.ORD)
+	for _, fl := range []struct {
+		on   bool
+		name string
+	}{{d.P2P, "p2p"}, {d.RTRSend, "rtr-send"}, {d.RTRWrite, "rtr-write"}, {d.RTRRead, "rtr-read"}} {
+		if fl.on {
+			s += " " + fl.name
+		}
+	}
+	return s
+}
 
 // The 16-octet keys of MPA Request and Reply frames.
 var (
@@ -86,9 +155,19 @@ type MPABuildOptions struct {
 func (f *MPAFrame) PDLength() int {
 	n := len(f.PrivateData)
 	if f.Enhanced {
-		n += 4
+		n += RDMAConnDataLen
 	}
 	return n
+}
+
+// rdma returns the frame's IRD/ORD words as an RDMAConnData.
+func (f *MPAFrame) rdma() RDMAConnData {
+	return RDMAConnData{IRD: f.IRD, ORD: f.ORD, P2P: f.P2P, RTRSend: f.RTRSend, RTRWrite: f.RTRWrite, RTRRead: f.RTRRead}
+}
+
+// setRDMA sets the frame's IRD/ORD fields from d.
+func (f *MPAFrame) setRDMA(d RDMAConnData) {
+	f.IRD, f.ORD, f.P2P, f.RTRSend, f.RTRWrite, f.RTRRead = d.IRD, d.ORD, d.P2P, d.RTRSend, d.RTRWrite, d.RTRRead
 }
 
 // AppendMPAFrame appends the frame's octets (header and private data) to dst.
@@ -127,22 +206,7 @@ func AppendMPAFrameWith(dst []byte, f *MPAFrame, o MPABuildOptions) []byte {
 	dst = append(dst, flags, f.Rev)
 	dst = binary.BigEndian.AppendUint16(dst, pdlen)
 	if f.Enhanced {
-		ird := f.IRD & IRDORDMask
-		if f.P2P {
-			ird |= IRDFlagP2P
-		}
-		if f.RTRSend {
-			ird |= IRDFlagRTRSend
-		}
-		ord := f.ORD & IRDORDMask
-		if f.RTRWrite {
-			ord |= ORDFlagRTRWrite
-		}
-		if f.RTRRead {
-			ord |= ORDFlagRTRRead
-		}
-		dst = binary.BigEndian.AppendUint16(dst, ird)
-		dst = binary.BigEndian.AppendUint16(dst, ord)
+		dst = AppendRDMAConnData(dst, f.rdma())
 	}
 	return append(dst, f.PrivateData...)
 }
@@ -195,7 +259,7 @@ func ParseMPAFrame(b []byte, o MPAParseOptions) (MPAFrame, int, error) {
 		return f, 0, protoErr(ErrMPAFrame, LayerLLP, 0, MPACodeInvalidFrame, 18,
 			"PD_Length %d above the limit of %d", pdlen, limit)
 	}
-	if f.Enhanced && pdlen < 4 {
+	if f.Enhanced && pdlen < RDMAConnDataLen {
 		return f, 0, protoErr(ErrMPAFrame, LayerLLP, 0, MPACodeInvalidFrame, 18,
 			"enhanced frame with PD_Length %d: no room for IRD/ORD", pdlen)
 	}
@@ -205,15 +269,8 @@ func ParseMPAFrame(b []byte, o MPAParseOptions) (MPAFrame, int, error) {
 	}
 	pd := b[MPAHeaderLen : MPAHeaderLen+pdlen]
 	if f.Enhanced {
-		ird := binary.BigEndian.Uint16(pd)
-		ord := binary.BigEndian.Uint16(pd[2:])
-		f.IRD = ird & IRDORDMask
-		f.P2P = ird&IRDFlagP2P != 0
-		f.RTRSend = ird&IRDFlagRTRSend != 0
-		f.ORD = ord & IRDORDMask
-		f.RTRWrite = ord&ORDFlagRTRWrite != 0
-		f.RTRRead = ord&ORDFlagRTRRead != 0
-		pd = pd[4:]
+		f.setRDMA(ParseRDMAConnData(pd))
+		pd = pd[RDMAConnDataLen:]
 	}
 	if len(pd) > 0 {
 		f.PrivateData = append([]byte(nil), pd...)
@@ -240,15 +297,8 @@ func (f *MPAFrame) String() string {
 		s += fmt.Sprintf(" res 0x%02x", f.Res)
 	}
 	if f.Enhanced {
-		s += fmt.Sprintf(" enhanced ird %d ord %d", f.IRD, f.ORD)
-		for _, fl := range []struct {
-			on   bool
-			name string
-		}{{f.P2P, "p2p"}, {f.RTRSend, "rtr-send"}, {f.RTRWrite, "rtr-write"}, {f.RTRRead, "rtr-read"}} {
-			if fl.on {
-				s += " " + fl.name
-			}
-		}
+		d := f.rdma()
+		s += " enhanced" + d.text()
 	}
 	return s + fmt.Sprintf(" pdata %d", len(f.PrivateData))
 }

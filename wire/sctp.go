@@ -21,7 +21,7 @@ const (
 
 	SCTPSSNLen              = 2   // DDP-SSN (SCTP-6)
 	SessionControlHeaderLen = 4   // DDP-SSN + Function Code (SCTP-8)
-	MaxSessionPrivateData   = 512 // SCTP-10
+	MaxSessionPrivateData   = 512 // SCTP-10; an enhanced chunk's IRD/ORD words count (RFC 6581 §7)
 
 	// SCTPMinMULPDU is the smallest MULPDU the adaptation layer reports,
 	// room for a control chunk with 512 octets of private data (SCTP-23).
@@ -39,16 +39,23 @@ const (
 // (SCTP-9).
 type SessionFunc uint16
 
-// Function codes.
+// Function codes: RFC 5043's four, then RFC 6581 §7's enhanced ones.
 const (
-	FuncInitiate  SessionFunc = 0x0001
-	FuncAccept    SessionFunc = 0x0002
-	FuncReject    SessionFunc = 0x0003
-	FuncTerminate SessionFunc = 0x0004
+	FuncInitiate         SessionFunc = 0x0001
+	FuncAccept           SessionFunc = 0x0002
+	FuncReject           SessionFunc = 0x0003
+	FuncTerminate        SessionFunc = 0x0004
+	FuncEnhancedInitiate SessionFunc = 0x0005
+	FuncEnhancedAccept   SessionFunc = 0x0006
+	FuncEnhancedReject   SessionFunc = 0x0007
 )
 
-// Known reports whether f is one of the four defined codes.
-func (f SessionFunc) Known() bool { return f >= FuncInitiate && f <= FuncTerminate }
+// Known reports whether f is one of the seven defined codes.
+func (f SessionFunc) Known() bool { return f >= FuncInitiate && f <= FuncEnhancedReject }
+
+// Enhanced reports whether f is an RFC 6581 code (5–7), whose private data
+// starts with the RDMAConnData.
+func (f SessionFunc) Enhanced() bool { return f >= FuncEnhancedInitiate && f <= FuncEnhancedReject }
 
 func (f SessionFunc) String() string {
 	switch f {
@@ -60,16 +67,29 @@ func (f SessionFunc) String() string {
 		return "Reject"
 	case FuncTerminate:
 		return "Terminate"
+	case FuncEnhancedInitiate:
+		return "EnhancedInitiate"
+	case FuncEnhancedAccept:
+		return "EnhancedAccept"
+	case FuncEnhancedReject:
+		return "EnhancedReject"
 	}
 	return fmt.Sprintf("function(0x%04x)", uint16(f))
 }
 
 // SessionControl is a DDP Stream Session Control chunk, PPID 17 (SCTP-8):
 // DDP-SSN, Function Code, then the private data (0 to 512 octets in an
-// Initiate, Accept or Reject, none in a Terminate; SCTP-10).
+// Initiate, Accept or Reject, none in a Terminate; SCTP-10). In an
+// Enhanced Initiate, Accept or Reject (RFC 6581 §7) the private data starts
+// with the 4 octets of RDMA, which count in the 512.
 type SessionControl struct {
-	SSN         uint16
-	Func        SessionFunc
+	SSN  uint16
+	Func SessionFunc
+	// RDMA is the enhanced RDMA connection establishment data (RFC 6581
+	// §9): set by ParseSessionControl for codes 5–7 and nil for the
+	// others; written, when non-nil, before PrivateData.
+	RDMA *RDMAConnData
+	// PrivateData is the ULP's private data (after RDMA when set).
 	PrivateData []byte
 }
 
@@ -89,12 +109,17 @@ type SCTPChunk struct {
 	Segment *SegmentChunk
 }
 
-// AppendSessionControl appends the chunk's octets to dst. Every field is
-// written as given (unknown codes, private data of any length, data in a
-// Terminate), so test peers can send invalid chunks.
+// AppendSessionControl appends the chunk's octets to dst: DDP-SSN,
+// function code, RDMA when non-nil, PrivateData. Every field is written as
+// given (unknown codes, private data of any length, data in a Terminate,
+// RDMA with any code or none with an enhanced one), so test peers can send
+// invalid chunks.
 func AppendSessionControl(dst []byte, c *SessionControl) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, c.SSN)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Func))
+	if c.RDMA != nil {
+		dst = AppendRDMAConnData(dst, *c.RDMA)
+	}
 	return append(dst, c.PrivateData...)
 }
 
@@ -111,11 +136,14 @@ func sctpErr(sentinel error, off int64, format string, args ...any) *ProtocolErr
 
 // ParseSessionControl parses the user message b of a PPID 17 chunk. The
 // checks, the first failing one decides: at most SCTPMaxChunk octets
-// (ErrChunkTooLong), at least 4 (ErrShortChunk), function code 1–4
+// (ErrChunkTooLong), at least 4 (ErrShortChunk), function code 1–7
 // (ErrUnknownFunction), no private data in a Terminate (ErrTerminateData),
-// at most 512 octets of it (ErrPrivateDataLen). Every error is a
-// *ProtocolError with Terminate LLP/0/0x05 (RFC 5043 has no codes of its
-// own; docs/SCTP.md §2.6). PrivateData aliases b (nil when empty).
+// at least the 4 octets of IRD and ORD in an enhanced chunk, codes 5–7
+// (ErrEnhancedShort), at most 512 octets of private data, those 4 included
+// (ErrPrivateDataLen). Every error is a *ProtocolError with Terminate
+// LLP/0/0x05 (RFC 5043 has no codes of its own; docs/SCTP.md §2.6). For
+// codes 5–7 RDMA is set and PrivateData is what follows it. PrivateData
+// aliases b (nil when empty).
 func ParseSessionControl(b []byte) (SessionControl, error) {
 	var c SessionControl
 	if len(b) > SCTPMaxChunk {
@@ -136,9 +164,17 @@ func ParseSessionControl(b []byte) (SessionControl, error) {
 	case c.Func == FuncTerminate && len(pd) > 0:
 		return c, sctpErr(ErrTerminateData, SessionControlHeaderLen, "Terminate with %d octets of private data",
 			len(pd))
+	case c.Func.Enhanced() && len(pd) < RDMAConnDataLen:
+		return c, sctpErr(ErrEnhancedShort, int64(len(b)), "%s with %d octets of private data, want at least %d",
+			c.Func, len(pd), RDMAConnDataLen)
 	case len(pd) > MaxSessionPrivateData:
 		return c, sctpErr(ErrPrivateDataLen, SessionControlHeaderLen, "%s with %d octets of private data, more than %d",
 			c.Func, len(pd), MaxSessionPrivateData)
+	}
+	if c.Func.Enhanced() {
+		d := ParseRDMAConnData(pd)
+		c.RDMA = &d
+		pd = pd[RDMAConnDataLen:]
 	}
 	if len(pd) > 0 {
 		c.PrivateData = pd
@@ -206,6 +242,9 @@ func SSNAfter(a, b uint16) bool { return int16(a-b) > 0 }
 // String formats the chunk in one line.
 func (c *SessionControl) String() string {
 	s := fmt.Sprintf("session %s ssn %d", c.Func, c.SSN)
+	if c.RDMA != nil {
+		s += c.RDMA.text()
+	}
 	if c.Func != FuncTerminate || len(c.PrivateData) > 0 {
 		s += fmt.Sprintf(" pdata %d", len(c.PrivateData))
 	}

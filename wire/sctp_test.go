@@ -27,10 +27,12 @@ func sctpRef(ppid uint32, b []byte) error {
 	}
 	f := int(b[2])<<8 | int(b[3])
 	switch {
-	case f < 1 || f > 4:
+	case f < 1 || f > 7:
 		return ErrUnknownFunction
 	case f == 4 && len(b) > 4:
 		return ErrTerminateData
+	case f >= 5 && len(b)-4 < 4: // RFC 6581 §7, §9: room for IRD and ORD
+		return ErrEnhancedShort
 	case len(b)-4 > 512:
 		return ErrPrivateDataLen
 	}
@@ -58,7 +60,9 @@ func TestSessionControlEveryCode(t *testing.T) {
 		switch {
 		case f == 4:
 			wantPD = ErrTerminateData
-		case f < 1 || f > 4:
+		case f >= 5 && f <= 7:
+			want, wantPD = ErrEnhancedShort, ErrEnhancedShort
+		case f < 1 || f > 7:
 			want, wantPD = ErrUnknownFunction, ErrUnknownFunction
 		}
 		c, err := ParseSessionControl(b[:4])
@@ -68,6 +72,9 @@ func TestSessionControlEveryCode(t *testing.T) {
 		}
 		_, err = ParseSessionControl(b)
 		checkSCTPErr(t, err, wantPD)
+		if SessionFunc(f).Known() != (f >= 1 && f <= 7) || SessionFunc(f).Enhanced() != (f >= 5 && f <= 7) {
+			t.Fatalf("code %#x: Known %v Enhanced %v", f, SessionFunc(f).Known(), SessionFunc(f).Enhanced())
+		}
 	}
 }
 
@@ -100,6 +107,114 @@ func TestSessionControlPrivateData(t *testing.T) {
 	for n := range 4 {
 		_, err := ParseSessionControl(make([]byte, n))
 		checkSCTPErr(t, err, ErrShortChunk)
+	}
+}
+
+// TestSessionControlEnhanced: codes 5–7 built from RDMA and the ULP's
+// private data, and built raw (RDMA nil, the words in PrivateData), up to
+// and beyond 512 octets with the words (RFC 6581 §7, §9).
+func TestSessionControlEnhanced(t *testing.T) {
+	pd := make([]byte, 600)
+	for i := range pd {
+		pd[i] = byte(i*29 + 1)
+	}
+	d := RDMAConnData{IRD: 0x1234, ORD: 0x0F0F, P2P: true, RTRRead: true}
+	for f := FuncEnhancedInitiate; f <= FuncEnhancedReject; f++ {
+		for n := 0; n <= len(pd); n++ {
+			in := SessionControl{SSN: uint16(n), Func: f, RDMA: &d, PrivateData: pd[:n]}
+			b := AppendSessionControl(nil, &in)
+			if len(b) != 8+n || !bytes.Equal(b[4:8], []byte{0x92, 0x34, 0x4f, 0x0f}) || !bytes.Equal(b[8:], pd[:n]) {
+				t.Fatalf("%s/%d: built % x", f, n, b[:8])
+			}
+			c, err := ParseSessionControl(b)
+			if n+RDMAConnDataLen > MaxSessionPrivateData {
+				checkSCTPErr(t, err, ErrPrivateDataLen)
+				if c.RDMA != nil {
+					t.Fatalf("%s/%d: RDMA set on error", f, n)
+				}
+				continue
+			}
+			checkSCTPErr(t, err, nil)
+			if c.SSN != in.SSN || c.Func != f || c.RDMA == nil || *c.RDMA != d || !bytes.Equal(c.PrivateData, pd[:n]) ||
+				(n == 0) != (c.PrivateData == nil) {
+				t.Fatalf("%s/%d: parsed %v", f, n, &c)
+			}
+			if got := AppendSessionControl(nil, &c); !bytes.Equal(got, b) {
+				t.Fatalf("%s/%d: rebuilt % x", f, n, got)
+			}
+		}
+		// Raw: the private data as given; fewer than 4 octets is
+		// ErrEnhancedShort, whatever they are.
+		for n := 0; n <= len(pd); n++ {
+			b := AppendSessionControl(nil, &SessionControl{Func: f, PrivateData: pd[:n]})
+			c, err := ParseSessionControl(b)
+			switch {
+			case n < RDMAConnDataLen:
+				checkSCTPErr(t, err, ErrEnhancedShort)
+				if c.Func != f || c.RDMA != nil {
+					t.Fatalf("%s/%d: %v", f, n, &c)
+				}
+			case n > MaxSessionPrivateData:
+				checkSCTPErr(t, err, ErrPrivateDataLen)
+			default:
+				checkSCTPErr(t, err, nil)
+				if c.RDMA == nil || *c.RDMA != ParseRDMAConnData(pd) || !bytes.Equal(c.PrivateData, pd[4:n]) {
+					t.Fatalf("%s/%d: parsed %v", f, n, &c)
+				}
+			}
+		}
+	}
+	// The plain codes never set RDMA, whatever their private data.
+	for f := FuncInitiate; f <= FuncTerminate; f++ {
+		c, err := ParseSessionControl(AppendSessionControl(nil, &SessionControl{Func: f, RDMA: &d}))
+		if f == FuncTerminate {
+			checkSCTPErr(t, err, ErrTerminateData)
+			continue
+		}
+		if err != nil || c.RDMA != nil || len(c.PrivateData) != 4 {
+			t.Fatalf("%s: %v, %v", f, &c, err)
+		}
+	}
+}
+
+func TestRDMAConnData(t *testing.T) {
+	for flags := range 16 {
+		for _, v := range [][2]uint16{{0, 0}, {16, 16}, {0x3FFF, 0}, {0, 0x3FFF}, {0x3FFF, 0x3FFF}, {1, 0x2000}} {
+			d := RDMAConnData{IRD: v[0], ORD: v[1], P2P: flags&8 != 0, RTRSend: flags&4 != 0, RTRWrite: flags&2 != 0,
+				RTRRead: flags&1 != 0}
+			b := AppendRDMAConnData([]byte{0xEE}, d)
+			ird := v[0] | uint16(flags&8)<<12 | uint16(flags&4)<<12
+			ord := v[1] | uint16(flags&2)<<14 | uint16(flags&1)<<14
+			if len(b) != 5 || b[0] != 0xEE || binary.BigEndian.Uint16(b[1:]) != ird || binary.BigEndian.Uint16(b[3:]) != ord {
+				t.Fatalf("%+v: % x", d, b)
+			}
+			if got := ParseRDMAConnData(b[1:]); got != d {
+				t.Fatalf("parsed %+v, want %+v", got, d)
+			}
+			// An MPA frame writes and reads the same words.
+			f := MPAFrame{Rev: 2, Enhanced: true}
+			f.setRDMA(d)
+			m := AppendMPAFrame(nil, &f)
+			if !bytes.Equal(m[MPAHeaderLen:], b[1:]) {
+				t.Fatalf("MPA words % x, want % x", m[MPAHeaderLen:], b[1:])
+			}
+			p, _, err := ParseMPAFrame(m, MPAParseOptions{})
+			if err != nil || p.rdma() != d {
+				t.Fatalf("MPA parsed %+v, %v", p, err)
+			}
+		}
+	}
+	// IRD and ORD are cut to 14 bits; every pattern parses and rebuilds.
+	b := AppendRDMAConnData(nil, RDMAConnData{IRD: 0xFFFF, ORD: 0xC001})
+	if !bytes.Equal(b, []byte{0x3F, 0xFF, 0x00, 0x01}) {
+		t.Errorf("14-bit cut: % x", b)
+	}
+	rng := rand.New(rand.NewPCG(6581, 9))
+	for range 10000 {
+		in := binary.BigEndian.AppendUint32(nil, rng.Uint32())
+		if got := AppendRDMAConnData(nil, ParseRDMAConnData(append(in, 0x55))); !bytes.Equal(got, in) {
+			t.Fatalf("% x rebuilt as % x", in, got)
+		}
 	}
 }
 
@@ -185,7 +300,7 @@ func TestSCTPChunkMatchesReference(t *testing.T) {
 			b[i] = byte(rng.Uint32())
 		}
 		if n >= 4 && (r>>6)%4 != 0 {
-			binary.BigEndian.PutUint16(b[2:], uint16(1+(r>>8)%4))
+			binary.BigEndian.PutUint16(b[2:], uint16(1+(r>>8)%7))
 		}
 		want := sctpRef(ppid, b)
 		ch, err := ParseSCTPChunk(ppid, b)
@@ -205,7 +320,8 @@ func TestSCTPChunkMatchesReference(t *testing.T) {
 			t.Fatalf("rebuilt\n% x\nfrom\n% x", got, b)
 		}
 	}
-	for _, e := range []error{nil, ErrPPID, ErrShortChunk, ErrUnknownFunction, ErrTerminateData, ErrPrivateDataLen} {
+	for _, e := range []error{nil, ErrPPID, ErrShortChunk, ErrUnknownFunction, ErrTerminateData, ErrEnhancedShort,
+		ErrPrivateDataLen} {
 		if seen[e] < 100 {
 			t.Errorf("%v seen %d times", e, seen[e])
 		}
@@ -256,9 +372,19 @@ func TestSCTPBuildInvalid(t *testing.T) {
 		{SessionControl{Func: 9}, ErrUnknownFunction},
 		{SessionControl{Func: 0x0100}, ErrUnknownFunction},
 		{SessionControl{Func: FuncReject, PrivateData: make([]byte, 513)}, ErrPrivateDataLen},
+		{SessionControl{Func: 8}, ErrUnknownFunction},
+		{SessionControl{Func: 0x0500, RDMA: &RDMAConnData{}}, ErrUnknownFunction},
+		{SessionControl{Func: FuncEnhancedInitiate, PrivateData: []byte{0x80, 0x10}}, ErrEnhancedShort},
+		{SessionControl{Func: FuncEnhancedAccept}, ErrEnhancedShort},
+		{SessionControl{Func: FuncEnhancedReject, RDMA: &RDMAConnData{}, PrivateData: make([]byte, 509)}, ErrPrivateDataLen},
+		{SessionControl{Func: FuncTerminate, RDMA: &RDMAConnData{IRD: 1}}, ErrTerminateData},
 	} {
 		b := AppendSessionControl(nil, &c.ctl)
-		if len(b) != 4+len(c.ctl.PrivateData) {
+		n := 4 + len(c.ctl.PrivateData)
+		if c.ctl.RDMA != nil {
+			n += RDMAConnDataLen
+		}
+		if len(b) != n {
 			t.Fatalf("%v: %d octets", c.ctl.String(), len(b))
 		}
 		_, err := ParseSessionControl(b)
@@ -269,7 +395,16 @@ func TestSCTPBuildInvalid(t *testing.T) {
 func TestSCTPStrings(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{FuncInitiate.String(), "Initiate"},
-		{SessionFunc(7).String(), "function(0x0007)"},
+		{SessionFunc(8).String(), "function(0x0008)"},
+		{SessionFunc(5).String(), "EnhancedInitiate"},
+		{FuncEnhancedAccept.String(), "EnhancedAccept"},
+		{FuncEnhancedReject.String(), "EnhancedReject"},
+		{(&SessionControl{Func: FuncEnhancedInitiate, RDMA: &RDMAConnData{IRD: 16, ORD: 16}}).String(),
+			"session EnhancedInitiate ssn 0 ird 16 ord 16 pdata 0"},
+		{(&SessionControl{SSN: 2, Func: FuncEnhancedAccept, RDMA: &RDMAConnData{IRD: 0x3FFF, ORD: 1, P2P: true, RTRSend: true,
+			RTRWrite: true, RTRRead: true}, PrivateData: []byte("x")}).String(),
+			"session EnhancedAccept ssn 2 ird 16383 ord 1 p2p rtr-send rtr-write rtr-read pdata 1"},
+		{(&SessionControl{Func: FuncEnhancedReject, PrivateData: []byte("ab")}).String(), "session EnhancedReject ssn 0 pdata 2"},
 		{(&SessionControl{SSN: 3, Func: FuncAccept, PrivateData: []byte("ab")}).String(), "session Accept ssn 3 pdata 2"},
 		{(&SessionControl{SSN: 1, Func: FuncTerminate}).String(), "session Terminate ssn 1"},
 		{(&SegmentChunk{SSN: 65535, DDP: make([]byte, 30)}).String(), "segment ssn 65535 ddp 30"},

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/iwarp/iwarp/wire/vecfile"
@@ -506,6 +508,19 @@ func testSCTPVector(t *testing.T, v *vecfile.Vector, f *fields) {
 		if v.Has("pdata") == (ctl.Func == FuncTerminate) {
 			t.Fatalf("%s:%d: pdata present iff not a Terminate", v.File, v.Line)
 		}
+		for _, k := range []string{"ird", "ord", "rtr"} {
+			if v.Has(k) != ctl.Func.Enhanced() {
+				t.Fatalf("%s:%d: %s present iff an enhanced code", v.File, v.Line, k)
+			}
+		}
+		if ctl.Func.Enhanced() {
+			d, err := vectorRTR(v.String("rtr", ""))
+			if err != nil {
+				t.Fatalf("%s:%d: %v", v.File, v.Line, err)
+			}
+			d.IRD, d.ORD = uint16(f.bits("ird", 0, 14)), uint16(f.bits("ord", 0, 14))
+			ctl.RDMA = &d
+		}
 		want = AppendSessionControl(nil, &ctl)
 	case PPIDDDPSegment:
 		if !v.Has("ddp") {
@@ -528,8 +543,8 @@ func testSCTPVector(t *testing.T, v *vecfile.Vector, f *fields) {
 	}
 	if ppid == PPIDSessionControl {
 		if ch.Control == nil || ch.Segment != nil || ch.Control.SSN != ssn || ch.Control.Func != ctl.Func ||
-			!bytes.Equal(ch.Control.PrivateData, ctl.PrivateData) {
-			t.Errorf("parsed %+v, want %+v", ch.Control, ctl)
+			!bytes.Equal(ch.Control.PrivateData, ctl.PrivateData) || !reflect.DeepEqual(ch.Control.RDMA, ctl.RDMA) {
+			t.Errorf("parsed %v, want %v", ch.Control, &ctl)
 		}
 		return
 	}
@@ -542,18 +557,40 @@ func testSCTPVector(t *testing.T, v *vecfile.Vector, f *fields) {
 	}
 }
 
+// vectorRTR reads an rtr field: "-" or a comma-separated subset, in this
+// order, of p2p, send, write and read (FORMAT.md, sctp).
+func vectorRTR(s string) (RDMAConnData, error) {
+	var d RDMAConnData
+	if s == "-" {
+		return d, nil
+	}
+	names := []string{"p2p", "send", "write", "read"}
+	flags := []*bool{&d.P2P, &d.RTRSend, &d.RTRWrite, &d.RTRRead}
+	next := 0
+	for _, name := range strings.Split(s, ",") {
+		i := slices.Index(names, name)
+		if i < next {
+			return d, fmt.Errorf("rtr %q: %q unknown, repeated or out of order", s, name)
+		}
+		*flags[i] = true
+		next = i + 1
+	}
+	return d, nil
+}
+
 var sctpErrors = map[string]error{
 	"ppid":     ErrPPID,
 	"long":     ErrChunkTooLong,
 	"short":    ErrShortChunk,
 	"func":     ErrUnknownFunction,
 	"termdata": ErrTerminateData,
+	"enhshort": ErrEnhancedShort,
 	"pdlen":    ErrPrivateDataLen,
 }
 
 func testSCTPErrorVector(t *testing.T, v *vecfile.Vector, f *fields) {
 	ppid := f.u32("ppid", 0)
-	want := sctpErrors[f.Enum("error", "", "ppid", "long", "short", "func", "termdata", "pdlen")]
+	want := sctpErrors[f.Enum("error", "", "ppid", "long", "short", "func", "termdata", "enhshort", "pdlen")]
 	term := &TerminateError{Layer: f.u8("layer", 0), EType: f.u8("etype", 0), ECode: f.u8("ecode", 0)}
 	checkFields(t, v, f)
 	_, err := ParseSCTPChunk(ppid, v.Hex)

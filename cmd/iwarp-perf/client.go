@@ -219,7 +219,8 @@ func dialConn(ctx context.Context, c *userlib.Context, pd *userlib.PD, cfg *conf
 			RFC7306: true}
 	}
 	if cfg.sctp {
-		// No MPA over SCTP; RFC 7306 is all MPAParams may say there.
+		// No MPA over SCTP (no CRC or markers): the session control
+		// is RFC 6581's, revision 2, by default.
 		p.MPA = nil
 		if cfg.test == testAtomic {
 			p.MPA = &userlib.MPAParams{RFC7306: true}

@@ -54,7 +54,9 @@ indication, or one other than 0x00000001, is a note: DDP is not expected
 on that association. User messages are put back together from their DATA
 chunks by TSN (retransmitted TSNs dropped, fragments out of order taken
 within 32768 TSNs); each complete one is a line by PPID: 17 a session
-control chunk (function, DDP-SSN, private data), 16 a DDP segment (DDP-SSN,
+control chunk (function, DDP-SSN, private data; an enhanced one, RFC 6581,
+also its IRD, ORD and RTR flags p2p, send, write, read, the private data
+then being the ULP's after them), 16 a DDP segment (DDP-SSN,
 then the DDP and RDMAP headers as in an FPDU line), with the stream id
 (sid), TSN range and U bit; other PPIDs are counted. There is no MPA,
 marker or MPA CRC on SCTP. The SCTP checksum (CRC32c) is checked, and a
@@ -84,7 +86,8 @@ fpdu_mode}; a note {conn, dir, note}; a summary {conn, dir, summary}.
 SCTP: an INIT or INIT ACK {conn, dir, frame, sctp_init}; a message {conn,
 dir, frame, sctp: {sid, tsn, tsn_last, fragments, u, ppid, len, ddp_ssn}}
 plus, for PPID 17, session {func, code, pd_length, pdata, error,
-error_terminate} or, for PPID 16, the keys ddp, rdmap, error,
+error_terminate; enhanced, ird, ord and rtr for RFC 6581 codes 5 to 7} or,
+for PPID 16, the keys ddp, rdmap, error,
 error_terminate and ulpdu below; an incomplete message {conn, dir, frame,
 sctp_incomplete}; SCTP summaries have "transport": "sctp".
 

@@ -287,10 +287,15 @@ func (s *sctpDecoder) sessionLine(c *sctpAssoc, m *pcap.Message, line *sctpLine,
 	text := line.prefix() + " | session"
 	if ch.Control != nil {
 		ctl := ch.Control
-		sj.Func, sj.Code = strings.ToLower(ctl.Func.String()), uint16(ctl.Func)
+		sj.Func, sj.Code = sessionFuncName(ctl.Func), uint16(ctl.Func)
 		sj.PDLength, sj.PrivateData = len(ctl.PrivateData), hex.EncodeToString(ctl.PrivateData)
 		st.Session[sj.Func]++
-		text += fmt.Sprintf(" %s ssn=%d pd_length=%d", sj.Func, ctl.SSN, sj.PDLength)
+		text += fmt.Sprintf(" %s ssn=%d", sj.Func, ctl.SSN)
+		if d := ctl.RDMA; d != nil {
+			sj.EnhancedSession = &EnhancedSession{Enhanced: true, IRD: d.IRD, ORD: d.ORD, RTR: rtrFlags(d)}
+			text += fmt.Sprintf(" ird=%d ord=%d rtr=%s", d.IRD, d.ORD, orDash(sj.RTR))
+		}
+		text += fmt.Sprintf(" pd_length=%d", sj.PDLength)
 		if sj.PDLength > 0 {
 			text += " pdata=" + sj.PrivateData
 		}
@@ -301,6 +306,37 @@ func (s *sctpDecoder) sessionLine(c *sctpAssoc, m *pcap.Message, line *sctpLine,
 		text += errorText(sj.Error, sj.ErrorTerminate)
 	}
 	s.d.emit(text, line)
+}
+
+// sessionFuncName names a session function code in lines and summaries:
+// "initiate" to "terminate", "enhanced-initiate" to "enhanced-reject" for
+// the RFC 6581 codes.
+func sessionFuncName(f wire.SessionFunc) string {
+	switch f {
+	case wire.FuncEnhancedInitiate:
+		return "enhanced-initiate"
+	case wire.FuncEnhancedAccept:
+		return "enhanced-accept"
+	case wire.FuncEnhancedReject:
+		return "enhanced-reject"
+	}
+	return strings.ToLower(f.String())
+}
+
+// rtrFlags lists the flags of an enhanced chunk's IRD/ORD words that are
+// set, as sent (B, C and D also without A): p2p (A), send (B), write (C),
+// read (D), in this order; empty, not nil, when none is.
+func rtrFlags(d *wire.RDMAConnData) []string {
+	out := []string{}
+	for _, fl := range []struct {
+		on   bool
+		name string
+	}{{d.P2P, "p2p"}, {d.RTRSend, "send"}, {d.RTRWrite, "write"}, {d.RTRRead, "read"}} {
+		if fl.on {
+			out = append(out, fl.name)
+		}
+	}
+	return out
 }
 
 // segmentLine prints a DDP Segment chunk, its DDP segment decoded as an
@@ -474,9 +510,9 @@ func (dr *sctpDir) summaryText(label string) string {
 		}
 	}
 	var sess []string
-	for f := wire.FuncInitiate; f <= wire.FuncTerminate; f++ {
-		if n := st.Session[strings.ToLower(f.String())]; n > 0 {
-			sess = append(sess, fmt.Sprintf("%s:%d", strings.ToLower(f.String()), n))
+	for f := wire.FuncInitiate; f <= wire.FuncEnhancedReject; f++ {
+		if n := st.Session[sessionFuncName(f)]; n > 0 {
+			sess = append(sess, fmt.Sprintf("%s:%d", sessionFuncName(f), n))
 		}
 	}
 	return fmt.Sprintf("summary %s %s sctp packets=%d bad_checksums=%d data_chunks=%d messages=%d session=%s ddp_segments=%d ops=%s "+
@@ -548,12 +584,25 @@ type chunkJSON struct {
 }
 
 type sessionJSON struct {
-	Func           string         `json:"func,omitempty"`
-	Code           uint16         `json:"code,omitempty"`
+	Func string `json:"func,omitempty"`
+	Code uint16 `json:"code,omitempty"`
+	// Codes 5–7 only: inlined, nil (no keys) for the others.
+	*EnhancedSession
 	PDLength       int            `json:"pd_length"`
 	PrivateData    string         `json:"pdata,omitempty"`
 	Error          string         `json:"error,omitempty"`
 	ErrorTerminate *wire.TermCode `json:"error_terminate,omitempty"`
+}
+
+// EnhancedSession is what an enhanced session chunk (RFC 6581 §7, codes
+// 5–7) adds to its session object: its IRD, ORD and flags (rtrFlags);
+// pd_length and pdata are then the ULP's private data after them. Exported
+// so that encoding/json can also fill it in when reading a line back.
+type EnhancedSession struct {
+	Enhanced bool     `json:"enhanced"`
+	IRD      uint16   `json:"ird"`
+	ORD      uint16   `json:"ord"`
+	RTR      []string `json:"rtr"`
 }
 
 type incompleteLine struct {

@@ -289,3 +289,100 @@ func TestDecodeSCTPSequence(t *testing.T) {
 		}
 	}
 }
+
+// enhancedSession returns an RFC 6581 session chunk's user message: the
+// IRD/ORD words of d, then pdata.
+func enhancedSession(ssn uint16, f wire.SessionFunc, d wire.RDMAConnData, pdata string) []byte {
+	c := wire.SessionControl{SSN: ssn, Func: f, RDMA: &d}
+	if pdata != "" {
+		c.PrivateData = []byte(pdata)
+	}
+	return wire.AppendSessionControl(nil, &c)
+}
+
+// TestDecodeSCTPEnhanced: RFC 6581 session chunks print their IRD, ORD and
+// flags (B, C, D as sent, also without A), the private data after them;
+// the summary counts them under their own names; an enhanced chunk without
+// room for IRD and ORD is an error in its line.
+func TestDecodeSCTPEnhanced(t *testing.T) {
+	s := pcaptest.NewAssoc(pcap.LinkTypeEthernet, sctpActive, sctpPassive, 1, 2, 10, 20)
+	s.Handshake([][]byte{pcaptest.Adaptation(1)}, [][]byte{pcaptest.Adaptation(1)})
+	s.Send(0, 1, wire.PPIDSessionControl, enhancedSession(0, wire.FuncEnhancedInitiate, wire.RDMAConnData{IRD: 16, ORD: 16}, ""))
+	s.Send(1, 1, wire.PPIDSessionControl, enhancedSession(0, wire.FuncEnhancedAccept,
+		wire.RDMAConnData{IRD: 0x3FFF, ORD: 4, P2P: true, RTRWrite: true}, "ok"))
+	s.Send(0, 1, wire.PPIDDDPSegment, segment(1, send(1, "a")))
+	s.Send(0, 2, wire.PPIDSessionControl, enhancedSession(0, wire.FuncEnhancedInitiate,
+		wire.RDMAConnData{IRD: 1, ORD: 2, RTRSend: true, RTRRead: true}, ""))
+	s.Send(1, 2, wire.PPIDSessionControl, enhancedSession(0, wire.FuncEnhancedReject,
+		wire.RDMAConnData{IRD: 8, ORD: 0, P2P: true, RTRSend: true, RTRWrite: true, RTRRead: true}, "no"))
+	s.Send(0, 3, wire.PPIDSessionControl, session(0, wire.FuncEnhancedInitiate, "xy")) // no room for IRD/ORD
+	s.Send(0, 4, wire.PPIDSessionControl, session(0, wire.FuncInitiate, "hi"))
+	file := pcaptest.Pcap(s.Link, s.Packets, binary.LittleEndian, false)
+	code, out, errs := decodeRun(t, file, nil, "decode", "FILE")
+	if code != 0 || errs != "" {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	want := sctpConn + ` i2r frame=1 sctp init init_tag=0x00000001 a_rwnd=106496 out_streams=16 in_streams=16 initial_tsn=10 adaptation=0x00000001 params=adaptation
+` + sctpConn + ` r2i frame=2 sctp init_ack init_tag=0x00000002 a_rwnd=106496 out_streams=16 in_streams=16 initial_tsn=20 adaptation=0x00000001 params=state_cookie,adaptation
+` + sctpConn + ` i2r frame=5 sctp sid=1 tsn=10 u=1 ppid=17 len=8 | session enhanced-initiate ssn=0 ird=16 ord=16 rtr=- pd_length=0
+` + sctpConn + ` r2i frame=6 sctp sid=1 tsn=20 u=1 ppid=17 len=10 | session enhanced-accept ssn=0 ird=16383 ord=4 rtr=p2p,write pd_length=2 pdata=6f6b
+` + sctpConn + ` i2r frame=7 sctp sid=1 tsn=11 u=1 ppid=16 len=21 | segment ssn=1 | ddp untagged last=1 dv=1 qn=0 msn=1 mo=0 | rdmap send rv=1 payload_len=1
+` + sctpConn + ` i2r frame=8 sctp sid=2 tsn=12 u=1 ppid=17 len=8 | session enhanced-initiate ssn=0 ird=1 ord=2 rtr=send,read pd_length=0
+` + sctpConn + ` r2i frame=9 sctp sid=2 tsn=21 u=1 ppid=17 len=10 | session enhanced-reject ssn=0 ird=8 ord=0 rtr=p2p,send,write,read pd_length=2 pdata=6e6f
+` + sctpConn + ` i2r frame=10 sctp sid=3 tsn=13 u=1 ppid=17 len=6 | session error="enhanced DDP stream session control without IRD/ORD: EnhancedInitiate with 2 octets of private data, want at least 4" terminate=2/0/0x05
+` + sctpConn + ` i2r frame=11 sctp sid=4 tsn=14 u=1 ppid=17 len=6 | session initiate ssn=0 pd_length=2 pdata=6869
+summary ` + sctpConn + ` sctp association ddp=expected adaptation=0x00000001,0x00000001 streams=16,16 tags=0x00000002,0x00000001 paths=1
+summary ` + sctpConn + ` i2r sctp packets=7 bad_checksums=0 data_chunks=5 messages=5 session=initiate:1,enhanced-initiate:2 ddp_segments=1 ops=send:1 terminates=0 ddp_errors=1 not_ddp=0 ordered=0 ssn_gaps=0 ssn_dups=0 incomplete=0 dup_tsns=0 out_of_order=0 i_data=0 chunks=data:5,init:1,cookie_echo:1 status="ok"
+summary ` + sctpConn + ` r2i sctp packets=4 bad_checksums=0 data_chunks=2 messages=2 session=enhanced-accept:1,enhanced-reject:1 ddp_segments=0 ops=- terminates=0 ddp_errors=0 not_ddp=0 ordered=0 ssn_gaps=0 ssn_dups=0 incomplete=0 dup_tsns=0 out_of_order=0 i_data=0 chunks=data:2,init_ack:1,cookie_ack:1 status="ok"
+summary total connections=0 mpa=0 skipped=0 fpdus=0 errors=0 packets=11 ignored_packets=0 sctp_associations=1 sctp_ddp_chunks=7
+`
+	checkOutput(t, out, want)
+
+	code, out, errs = decodeRun(t, file, nil, "-j", "decode", "FILE")
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	ls := lines(out)
+	if len(ls) != 13 {
+		t.Fatalf("%d lines:\n%s", len(ls), out)
+	}
+	const conn = `"conn":"` + sctpConn + `"`
+	for i, want := range map[int]string{
+		2: `{` + conn + `,"dir":"i2r","frame":5,"sctp":{"sid":1,"tsn":10,"tsn_last":10,"fragments":1,"u":true,"ppid":17,"len":8,` +
+			`"ddp_ssn":0},"session":{"func":"enhanced-initiate","code":5,"enhanced":true,"ird":16,"ord":16,"rtr":[],"pd_length":0}}`,
+		3: `{` + conn + `,"dir":"r2i","frame":6,"sctp":{"sid":1,"tsn":20,"tsn_last":20,"fragments":1,"u":true,"ppid":17,"len":10,` +
+			`"ddp_ssn":0},"session":{"func":"enhanced-accept","code":6,"enhanced":true,"ird":16383,"ord":4,"rtr":["p2p","write"],` +
+			`"pd_length":2,"pdata":"6f6b"}}`,
+		6: `{` + conn + `,"dir":"r2i","frame":9,"sctp":{"sid":2,"tsn":21,"tsn_last":21,"fragments":1,"u":true,"ppid":17,"len":10,` +
+			`"ddp_ssn":0},"session":{"func":"enhanced-reject","code":7,"enhanced":true,"ird":8,"ord":0,` +
+			`"rtr":["p2p","send","write","read"],"pd_length":2,"pdata":"6e6f"}}`,
+		7: `{` + conn + `,"dir":"i2r","frame":10,"sctp":{"sid":3,"tsn":13,"tsn_last":13,"fragments":1,"u":true,"ppid":17,"len":6,` +
+			`"ddp_ssn":0},"session":{"pd_length":0,"error":"enhanced DDP stream session control without IRD/ORD: EnhancedInitiate with 2 octets of private data, want at least 4",` +
+			`"error_terminate":{"layer":2,"etype":0,"ecode":5}}}`,
+		8: `{` + conn + `,"dir":"i2r","frame":11,"sctp":{"sid":4,"tsn":14,"tsn_last":14,"fragments":1,"u":true,"ppid":17,"len":6,` +
+			`"ddp_ssn":0},"session":{"func":"initiate","code":1,"pd_length":2,"pdata":"6869"}}`,
+	} {
+		if ls[i] != want {
+			t.Errorf("line %d:\ngot  %s\nwant %s", i, ls[i], want)
+		}
+	}
+	var sum struct {
+		Dir     string    `json:"dir"`
+		Summary sctpStats `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(ls[10]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if st := sum.Summary; sum.Dir != "i2r" || len(st.Session) != 2 || st.Session["enhanced-initiate"] != 2 || st.Session["initiate"] != 1 {
+		t.Errorf("summary %s", ls[10])
+	}
+	// A session line reads back into sctpLine, the enhanced keys included.
+	var l sctpLine
+	if err := json.Unmarshal([]byte(ls[3]), &l); err != nil {
+		t.Fatal(err)
+	}
+	if sj := l.Session; sj == nil || sj.EnhancedSession == nil || !sj.Enhanced || sj.IRD != 0x3FFF || sj.ORD != 4 ||
+		strings.Join(sj.RTR, ",") != "p2p,write" || sj.PDLength != 2 {
+		t.Errorf("session %+v", l.Session)
+	}
+}

@@ -12,8 +12,6 @@
 static const char iwp_mpa_key_req[] = "MPA ID Req Frame";
 static const char iwp_mpa_key_rep[] = "MPA ID Rep Frame";
 
-#define IWP_MPA_V2_SIZE	sizeof(struct iwp_mpa_v2_ctrl)
-
 /* Frame octets: 20-octet header, IRD/ORD words if enhanced, private data. */
 int iwp_mpa_frame_len(const struct iwp_mpa_frame *f)
 {
@@ -22,6 +20,42 @@ int iwp_mpa_frame_len(const struct iwp_mpa_frame *f)
 	if (pd > IWP_MPA_PD_MAX)
 		return -EMSGSIZE;
 	return IWP_MPA_RR_SIZE + pd;
+}
+
+/*
+ * RFC 6581 9: the IRD and ORD words (with flags A, B and C, D) at @p, the
+ * first 4 octets of an enhanced frame's or session chunk's private data.
+ * IRD and ORD above 14 bits are the caller's to reject.
+ */
+void iwp_mpa_v2_put(const struct iwp_mpa_frame *f, u8 *p)
+{
+	struct iwp_mpa_v2_ctrl *v2 = (struct iwp_mpa_v2_ctrl *)p;
+	u16 ird = f->ird & IWP_MPA_V2_IRD_ORD_MASK, ord = f->ord & IWP_MPA_V2_IRD_ORD_MASK;
+
+	if (f->p2p)
+		ird |= IWP_MPA_V2_P2P;
+	if (f->rtr_send)
+		ird |= IWP_MPA_V2_RTR_SEND;
+	if (f->rtr_write)
+		ord |= IWP_MPA_V2_RTR_WRITE;
+	if (f->rtr_read)
+		ord |= IWP_MPA_V2_RTR_READ;
+	v2->ird = cpu_to_be16(ird);
+	v2->ord = cpu_to_be16(ord);
+}
+
+/* The words at @p into @f's IRD, ORD and flags, as they are (B, C, D too). */
+void iwp_mpa_v2_get(const u8 *p, struct iwp_mpa_frame *f)
+{
+	const struct iwp_mpa_v2_ctrl *v2 = (const struct iwp_mpa_v2_ctrl *)p;
+	u16 ird = be16_to_cpu(v2->ird), ord = be16_to_cpu(v2->ord);
+
+	f->p2p = !!(ird & IWP_MPA_V2_P2P);
+	f->rtr_send = !!(ird & IWP_MPA_V2_RTR_SEND);
+	f->rtr_write = !!(ord & IWP_MPA_V2_RTR_WRITE);
+	f->rtr_read = !!(ord & IWP_MPA_V2_RTR_READ);
+	f->ird = ird & IWP_MPA_V2_IRD_ORD_MASK;
+	f->ord = ord & IWP_MPA_V2_IRD_ORD_MASK;
 }
 
 /*
@@ -61,19 +95,7 @@ int iwp_mpa_frame_build(const struct iwp_mpa_frame *f, u8 *buf, size_t cap)
 	h->rev = f->rev;
 	h->pd_len = cpu_to_be16(len - IWP_MPA_RR_SIZE);
 	if (f->enhanced) {
-		struct iwp_mpa_v2_ctrl *v2 = (struct iwp_mpa_v2_ctrl *)pd;
-		u16 ird = f->ird, ord = f->ord;
-
-		if (f->p2p)
-			ird |= IWP_MPA_V2_P2P;
-		if (f->rtr_send)
-			ird |= IWP_MPA_V2_RTR_SEND;
-		if (f->rtr_write)
-			ord |= IWP_MPA_V2_RTR_WRITE;
-		if (f->rtr_read)
-			ord |= IWP_MPA_V2_RTR_READ;
-		v2->ird = cpu_to_be16(ird);
-		v2->ord = cpu_to_be16(ord);
+		iwp_mpa_v2_put(f, pd);
 		pd += IWP_MPA_V2_SIZE;
 	}
 	if (f->pd_len)
@@ -150,15 +172,7 @@ int iwp_mpa_frame_parse(const u8 *buf, size_t len, bool rep,
 	f->pdata = buf + IWP_MPA_RR_SIZE;
 	f->pd_len = pd_len;
 	if (f->enhanced) {
-		const struct iwp_mpa_v2_ctrl *v2 = (const void *)f->pdata;
-		u16 ird = be16_to_cpu(v2->ird), ord = be16_to_cpu(v2->ord);
-
-		f->p2p = !!(ird & IWP_MPA_V2_P2P);
-		f->rtr_send = !!(ird & IWP_MPA_V2_RTR_SEND);
-		f->rtr_write = !!(ord & IWP_MPA_V2_RTR_WRITE);
-		f->rtr_read = !!(ord & IWP_MPA_V2_RTR_READ);
-		f->ird = ird & IWP_MPA_V2_IRD_ORD_MASK;
-		f->ord = ord & IWP_MPA_V2_IRD_ORD_MASK;
+		iwp_mpa_v2_get(f->pdata, f);
 		f->pdata += IWP_MPA_V2_SIZE;
 		f->pd_len -= IWP_MPA_V2_SIZE;
 	}

@@ -31,6 +31,10 @@ struct iwp_mpa_frame {
 	const u8 *pdata;
 };
 
+#define IWP_MPA_V2_SIZE	sizeof(struct iwp_mpa_v2_ctrl)
+
+void iwp_mpa_v2_put(const struct iwp_mpa_frame *f, u8 *p);
+void iwp_mpa_v2_get(const u8 *p, struct iwp_mpa_frame *f);
 int iwp_mpa_frame_len(const struct iwp_mpa_frame *f);
 int iwp_mpa_frame_build(const struct iwp_mpa_frame *f, u8 *buf, size_t cap);
 int iwp_mpa_frame_parse(const u8 *buf, size_t len, bool rep,

@@ -29,11 +29,13 @@ static int iwp_sctp_bad(struct iwp_sctp_chunk *c, enum iwp_sctp_err why,
  * Parse the chunk @buf of @len octets that arrived with PPID @ppid (host
  * order). Checks, the first failing one decides: PPID 16 or 17; at most
  * IWP_SCTP_RX_MAX octets; the DDP-SSN (segment) or the 4-octet header
- * (control) present; function code 1..4; no private data in a Terminate; at
- * most 512 octets of it in the others.
+ * (control) present; function code 1..7; no private data in a Terminate;
+ * the IRD and ORD words in an enhanced chunk (5..7, RFC 6581 9); at most
+ * 512 octets of private data, those words included.
  *
  * Returns 0 with @c filled (c->data points into @buf: the DDP segment, which
- * iwp_ddp_decode() takes unchanged, or the private data), or -EBADMSG with
+ * iwp_ddp_decode() takes unchanged, or the ULP's private data; c->enh has
+ * an enhanced chunk's IRD, ORD and flags), or -EBADMSG with
  * c->why and *err (LLP/0/0x05, if @err) set. SSN and function code are
  * filled as far as the octets go, for reports.
  */
@@ -71,11 +73,28 @@ int iwp_sctp_parse(u32 ppid, const u8 *buf, size_t len,
 		if (c->len)
 			return iwp_sctp_bad(c, IWP_SCTP_E_TERM_DATA, err);
 		break;
+	case IWP_SCTP_ENH_INITIATE:
+	case IWP_SCTP_ENH_ACCEPT:
+	case IWP_SCTP_ENH_REJECT:
+		if (c->len < IWP_MPA_V2_SIZE)
+			return iwp_sctp_bad(c, IWP_SCTP_E_ENH_SHORT, err);
+		break;
 	default:
 		return iwp_sctp_bad(c, IWP_SCTP_E_FUNC, err);
 	}
 	if (c->len > IWP_SCTP_PD_MAX)
 		return iwp_sctp_bad(c, IWP_SCTP_E_PD_LEN, err);
+	if (iwp_sctp_func_enhanced(c->func)) {
+		c->enh.enhanced = 1;
+		c->enh.rev = 2;
+		c->enh.rep = c->func != IWP_SCTP_ENH_INITIATE;
+		c->enh.r = c->func == IWP_SCTP_ENH_REJECT;
+		iwp_mpa_v2_get(c->data, &c->enh);
+		c->len -= IWP_MPA_V2_SIZE;
+		c->data = c->len ? c->data + IWP_MPA_V2_SIZE : NULL;
+		c->enh.pdata = c->data;
+		c->enh.pd_len = c->len;
+	}
 	return 0;
 }
 
@@ -102,6 +121,33 @@ int iwp_sctp_ctl_build(u16 ssn, u16 func, const u8 *pdata, u32 pd_len,
 	if (pd_len)
 		memcpy(buf + IWP_SCTP_CTL_HDR, pdata, pd_len);
 	return IWP_SCTP_CTL_HDR + pd_len;
+}
+
+/*
+ * An enhanced Initiate, Accept or Reject (RFC 6581 7): the IRD and ORD
+ * words of @f (flags as given), then its f->pd_len octets of private data,
+ * at most 508. Returns the chunk length, or -EINVAL (function code, IRD or
+ * ORD above 14 bits, pdata NULL with pd_len), -EMSGSIZE, -ENOSPC.
+ */
+int iwp_sctp_ctl_build_enh(u16 ssn, u16 func, const struct iwp_mpa_frame *f,
+			   u8 *buf, size_t cap)
+{
+	struct iwp_sctp_ctl_hdr *h = (struct iwp_sctp_ctl_hdr *)buf;
+	u32 pd = f->pd_len + IWP_MPA_V2_SIZE;
+
+	if (!iwp_sctp_func_enhanced(func) || f->ird > IWP_MPA_V2_IRD_ORD_MASK ||
+	    f->ord > IWP_MPA_V2_IRD_ORD_MASK || (f->pd_len && !f->pdata))
+		return -EINVAL;
+	if (pd > IWP_SCTP_PD_MAX)
+		return -EMSGSIZE;
+	if (cap < IWP_SCTP_CTL_HDR + pd)
+		return -ENOSPC;
+	h->ssn = cpu_to_be16(ssn);
+	h->func = cpu_to_be16(func);
+	iwp_mpa_v2_put(f, buf + IWP_SCTP_CTL_HDR);
+	if (f->pd_len)
+		memcpy(buf + IWP_SCTP_CTL_HDR + IWP_MPA_V2_SIZE, f->pdata, f->pd_len);
+	return IWP_SCTP_CTL_HDR + pd;
 }
 
 /*
@@ -162,6 +208,12 @@ const char *iwp_sctp_func_name(u16 func)
 		return "Reject";
 	case IWP_SCTP_TERMINATE:
 		return "Terminate";
+	case IWP_SCTP_ENH_INITIATE:
+		return "Enhanced Initiate";
+	case IWP_SCTP_ENH_ACCEPT:
+		return "Enhanced Accept";
+	case IWP_SCTP_ENH_REJECT:
+		return "Enhanced Reject";
 	}
 	return "unknown";
 }

@@ -15,6 +15,7 @@
 #define IWP_SCTP_H
 
 #include <linux/types.h>
+#include "mpa_conn.h"
 #include "wire.h"
 
 /* SCTP-1, RFC 5061: Adaptation Layer Indication parameter and DDP's value */
@@ -49,13 +50,34 @@ struct iwp_sctp_ctl_hdr {
 /* the largest chunk taken; longer ones are a violation */
 #define IWP_SCTP_RX_MAX		(IWP_SCTP_SSN_SIZE + IWP_SCTP_SEG_MAX)
 
-/* SCTP-9: function codes */
+/*
+ * SCTP-9: function codes; RFC 6581 7 adds the enhanced Initiate, Accept
+ * and Reject, whose private data starts with the IRD and ORD words of MPA
+ * (RFC 6581 9; the 512 octets count them).
+ */
 enum iwp_sctp_func {
 	IWP_SCTP_INITIATE	= 0x0001,
 	IWP_SCTP_ACCEPT		= 0x0002,
 	IWP_SCTP_REJECT		= 0x0003,
 	IWP_SCTP_TERMINATE	= 0x0004,
+	IWP_SCTP_ENH_INITIATE	= 0x0005,
+	IWP_SCTP_ENH_ACCEPT	= 0x0006,
+	IWP_SCTP_ENH_REJECT	= 0x0007,
 };
+
+/* From an enhanced code to the plain one of the same step, and back. */
+#define IWP_SCTP_ENH_DELTA	(IWP_SCTP_ENH_INITIATE - IWP_SCTP_INITIATE)
+
+static inline bool iwp_sctp_func_enhanced(u16 func)
+{
+	return func >= IWP_SCTP_ENH_INITIATE && func <= IWP_SCTP_ENH_REJECT;
+}
+
+/* Initiate, Accept or Reject, plain or enhanced, as the plain code. */
+static inline u16 iwp_sctp_func_base(u16 func)
+{
+	return iwp_sctp_func_enhanced(func) ? func - IWP_SCTP_ENH_DELTA : func;
+}
 
 /* What is wrong with a received chunk, in the order the parser checks. */
 enum iwp_sctp_err {
@@ -63,8 +85,9 @@ enum iwp_sctp_err {
 	IWP_SCTP_E_PPID,	/* neither 16 nor 17 (SCTP-2, SCTP-5) */
 	IWP_SCTP_E_LONG,	/* above IWP_SCTP_RX_MAX */
 	IWP_SCTP_E_SHORT,	/* no room for the DDP-SSN / the control header */
-	IWP_SCTP_E_FUNC,	/* function code not 1..4 (SCTP-9) */
+	IWP_SCTP_E_FUNC,	/* function code not 1..7 (SCTP-9, RFC 6581 7) */
 	IWP_SCTP_E_TERM_DATA,	/* Terminate with private data (SCTP-10) */
+	IWP_SCTP_E_ENH_SHORT,	/* enhanced, no room for IRD/ORD (RFC 6581 9) */
 	IWP_SCTP_E_PD_LEN,	/* private data above 512 octets (SCTP-10) */
 };
 
@@ -73,8 +96,16 @@ struct iwp_sctp_chunk {
 	u32 ppid;
 	u16 ssn;
 	u16 func;		/* control: IWP_SCTP_* function code */
-	u32 len;		/* DDP segment or private data octets */
+	u32 len;		/* DDP segment or private data octets (the
+				 * ULP's: after the IRD/ORD words if enhanced)
+				 */
 	const u8 *data;		/* parse: into the buffer; NULL when len is 0 */
+	/*
+	 * An enhanced Initiate, Accept or Reject: enhanced, rev 2, its IRD,
+	 * ORD and flags as sent (B, C, D even without A), rep and r as the
+	 * code says; pdata and pd_len as data and len.
+	 */
+	struct iwp_mpa_frame enh;
 	enum iwp_sctp_err why;	/* parse: the violation, IWP_SCTP_OK if none */
 };
 
@@ -82,6 +113,8 @@ int iwp_sctp_parse(u32 ppid, const u8 *buf, size_t len,
 		   struct iwp_sctp_chunk *c, struct iwp_term *err);
 int iwp_sctp_ctl_build(u16 ssn, u16 func, const u8 *pdata, u32 pd_len,
 		       u8 *buf, size_t cap);
+int iwp_sctp_ctl_build_enh(u16 ssn, u16 func, const struct iwp_mpa_frame *f,
+			   u8 *buf, size_t cap);
 int iwp_sctp_seg_hdr_build(u16 ssn, u8 *buf, size_t cap);
 int iwp_sctp_seg_build(u16 ssn, const u8 *seg, u32 seg_len, u8 *buf,
 		       size_t cap);

@@ -25,7 +25,10 @@ static int term_is_llp5(const struct iwp_term *t)
 
 /* ---------------------------------------------------------------- codec */
 
-/* Reference of FORMAT.md's sctp_error order, written from RFC 5043 §5.2. */
+/*
+ * Reference of FORMAT.md's sctp_error order, written from RFC 5043 §5.2 and
+ * RFC 6581 §7, §9 (codes 5..7 carry the IRD and ORD words first).
+ */
 static enum iwp_sctp_err ref_parse(u32 ppid, const u8 *b, size_t len)
 {
 	u16 func;
@@ -39,10 +42,12 @@ static enum iwp_sctp_err ref_parse(u32 ppid, const u8 *b, size_t len)
 	if (ppid == 16)
 		return IWP_SCTP_OK;
 	func = (u16)(b[2] << 8 | b[3]);
-	if (func < 1 || func > 4)
+	if (func < 1 || func > 7)
 		return IWP_SCTP_E_FUNC;
 	if (func == 4 && len > 4)
 		return IWP_SCTP_E_TERM_DATA;
+	if (func >= 5 && len < 8)
+		return IWP_SCTP_E_ENH_SHORT;
 	if (len - 4 > 512)
 		return IWP_SCTP_E_PD_LEN;
 	return IWP_SCTP_OK;
@@ -129,6 +134,102 @@ static void t_control_build_rejects(void)
 	tc_report(&c, "sctp/control_build_rejects", "SCTP-9 SCTP-10");
 }
 
+/* RFC 6581 7, 9: enhanced chunks, every flag, IRD/ORD edges, limits. */
+static void t_enhanced_roundtrip(void)
+{
+	static const u16 vals[] = { 0, 1, 16, 0x3ffe, 0x3fff };
+	struct tcheck c = { 0 };
+	u8 pd[600], buf[600];
+	u32 flags, i;
+	u16 func;
+
+	for (i = 0; i < sizeof(pd); i++)
+		pd[i] = (u8)(i * 29 + 1);
+	for (func = 5; func <= 7; func++) {
+		for (flags = 0; flags < 16; flags++) {
+			for (i = 0; i < ARRAY_SIZE(vals); i++) {
+				struct iwp_mpa_frame f = {
+					.ird = vals[i], .ord = vals[ARRAY_SIZE(vals) - 1 - i],
+					.p2p = flags & 1, .rtr_send = !!(flags & 2),
+					.rtr_write = !!(flags & 4), .rtr_read = !!(flags & 8),
+					.pdata = pd, .pd_len = (u16)(i * 127),
+				};
+				struct iwp_sctp_chunk ch;
+				struct iwp_term err;
+				u16 w0, w1;
+				int r;
+
+				memset(buf, 0xcc, sizeof(buf));
+				r = iwp_sctp_ctl_build_enh(0x8001, func, &f, buf, sizeof(buf));
+				if (r != 8 + f.pd_len) {
+					tc_fail(&c, "build %u/%u/%u: %d", func, flags, i, r);
+					continue;
+				}
+				/* the words as MPA writes them: A B IRD, C D ORD */
+				w0 = (u16)(buf[4] << 8 | buf[5]);
+				w1 = (u16)(buf[6] << 8 | buf[7]);
+				if (buf[2] != 0 || buf[3] != func ||
+				    w0 != (vals[i] | (flags & 1 ? 0x8000 : 0) | (flags & 2 ? 0x4000 : 0)) ||
+				    w1 != (f.ord | (flags & 4 ? 0x8000 : 0) | (flags & 8 ? 0x4000 : 0)) ||
+				    memcmp(buf + 8, pd, f.pd_len) || buf[8 + f.pd_len] != 0xcc)
+					tc_fail(&c, "layout %u/%u/%u", func, flags, i);
+				r = iwp_sctp_parse(17, buf, 8 + f.pd_len, &ch, &err);
+				if (r || ch.func != func || ch.ssn != 0x8001 || ch.len != f.pd_len ||
+				    (f.pd_len ? ch.data != buf + 8 : ch.data != NULL) ||
+				    !ch.enh.enhanced || ch.enh.rev != 2 || ch.enh.ird != f.ird ||
+				    ch.enh.ord != f.ord || ch.enh.p2p != f.p2p ||
+				    ch.enh.rtr_send != f.rtr_send || ch.enh.rtr_write != f.rtr_write ||
+				    ch.enh.rtr_read != f.rtr_read || ch.enh.pdata != ch.data ||
+				    ch.enh.pd_len != ch.len || ch.enh.rep != (func != 5) ||
+				    ch.enh.r != (func == 7))
+					tc_fail(&c, "parse %u/%u/%u: %d", func, flags, i, r);
+			}
+		}
+		/* 508 octets of the ULP's and the words: 512; one more is too many */
+		{
+			struct iwp_mpa_frame f = { .pdata = pd, .pd_len = 508 };
+			size_t cap;
+
+			if (iwp_sctp_ctl_build_enh(1, func, &f, buf, sizeof(buf)) != 516)
+				tc_fail(&c, "508 octets");
+			for (cap = 0; cap < 516; cap++)
+				if (iwp_sctp_ctl_build_enh(1, func, &f, buf, cap) != -ENOSPC)
+					tc_fail(&c, "cap %zu", cap);
+			f.pd_len = 509;
+			if (iwp_sctp_ctl_build_enh(1, func, &f, buf, sizeof(buf)) != -EMSGSIZE)
+				tc_fail(&c, "509 octets built");
+			f.pd_len = 1;
+			f.pdata = NULL;
+			if (iwp_sctp_ctl_build_enh(1, func, &f, buf, sizeof(buf)) != -EINVAL)
+				tc_fail(&c, "NULL private data built");
+			f.pd_len = 0;
+			f.ird = 0x4000;
+			if (iwp_sctp_ctl_build_enh(1, func, &f, buf, sizeof(buf)) != -EINVAL)
+				tc_fail(&c, "IRD above 14 bits built");
+			f.ird = 0;
+			f.ord = 0x4000;
+			if (iwp_sctp_ctl_build_enh(1, func, &f, buf, sizeof(buf)) != -EINVAL)
+				tc_fail(&c, "ORD above 14 bits built");
+		}
+		/* the plain builder takes no enhanced code */
+		if (iwp_sctp_ctl_build(0, func, NULL, 0, buf, sizeof(buf)) != -EINVAL)
+			tc_fail(&c, "plain build of %u", func);
+	}
+	for (func = 0; func <= 8; func++) {
+		struct iwp_mpa_frame f = { 0 };
+
+		if (func < 5 || func > 7) {
+			if (iwp_sctp_ctl_build_enh(0, func, &f, buf, sizeof(buf)) != -EINVAL)
+				tc_fail(&c, "enhanced build of %u", func);
+		}
+	}
+	if (strcmp(iwp_sctp_func_name(5), "Enhanced Initiate") ||
+	    strcmp(iwp_sctp_func_name(7), "Enhanced Reject") ||
+	    strcmp(iwp_sctp_func_name(8), "unknown"))
+		tc_fail(&c, "names");
+	tc_report(&c, "sctp/enhanced_ird_ord_every_flag", "SCTP-9 SCTP-10 SCTP-30");
+}
+
 static void t_function_codes(void)
 {
 	struct tcheck c = { 0 };
@@ -138,20 +239,22 @@ static void t_function_codes(void)
 		struct iwp_sctp_chunk ch;
 		struct iwp_term err = { 0 };
 		u8 b[5] = { 0x12, 0x34, (u8)(func >> 8), (u8)func, 0x77 };
-		int known = func >= 1 && func <= 4, r;
+		int known = func >= 1 && func <= 4, enh = func >= 5 && func <= 7, r;
 
+		/* 5..7 without room for the IRD and ORD words: a violation */
 		r = iwp_sctp_parse(17, b, 4, &ch, &err);
-		if (known ? r != 0 : (r != -EBADMSG || ch.why != IWP_SCTP_E_FUNC ||
-				      !term_is_llp5(&err)))
+		if (known ? r != 0 : (r != -EBADMSG || !term_is_llp5(&err) ||
+				      ch.why != (enh ? IWP_SCTP_E_ENH_SHORT : IWP_SCTP_E_FUNC)))
 			tc_fail(&c, "func 0x%04x without data: %d", func, r);
 		if (ch.ssn != 0x1234 || ch.func != func)
 			tc_fail(&c, "func 0x%04x: fields not reported", func);
 		r = iwp_sctp_parse(17, b, 5, &ch, &err);
 		if (func >= 1 && func <= 3 ? r != 0 :
-		    r != -EBADMSG || ch.why != (func == 4 ? IWP_SCTP_E_TERM_DATA : IWP_SCTP_E_FUNC))
+		    r != -EBADMSG || ch.why != (func == 4 ? IWP_SCTP_E_TERM_DATA :
+						enh ? IWP_SCTP_E_ENH_SHORT : IWP_SCTP_E_FUNC))
 			tc_fail(&c, "func 0x%04x with data: %d", func, r);
 	}
-	tc_report(&c, "sctp/function_codes_all_65536", "SCTP-9 SCTP-10");
+	tc_report(&c, "sctp/function_codes_all_65536", "SCTP-9 SCTP-10 SCTP-30");
 }
 
 static void t_private_data_limits(void)
@@ -161,24 +264,28 @@ static void t_private_data_limits(void)
 	u32 n;
 	u16 func;
 
-	for (func = 1; func <= 4; func++) {
+	for (func = 1; func <= 7; func++) {
 		for (n = 0; n <= 700; n++) {
 			struct iwp_sctp_chunk ch;
 			struct iwp_term err = { 0 };
-			int ok = func == 4 ? n == 0 : n <= 512, r;
+			/* RFC 6581 7: the 512 octets count the IRD and ORD words */
+			u32 words = func >= 5 ? 4 : 0;
+			int ok = func == 4 ? n == 0 : n >= words && n <= 512, r;
+			enum iwp_sctp_err why = func == 4 ? IWP_SCTP_E_TERM_DATA :
+						n < words ? IWP_SCTP_E_ENH_SHORT : IWP_SCTP_E_PD_LEN;
 
 			put16(b, (u16)n);
 			put16(b + 2, func);
 			r = iwp_sctp_parse(17, b, 4 + n, &ch, &err);
-			if (ok ? r || ch.len != n :
-			    r != -EBADMSG || !term_is_llp5(&err) ||
-			    ch.why != (func == 4 ? IWP_SCTP_E_TERM_DATA : IWP_SCTP_E_PD_LEN)) {
+			if (ok ? r || ch.len != n - words || ch.enh.enhanced != !!words ||
+				 (words && ch.enh.ird) :
+			    r != -EBADMSG || !term_is_llp5(&err) || ch.why != why) {
 				tc_fail(&c, "func %u, %u octets: %d why %d", func, n, r, ch.why);
 				break;
 			}
 		}
 	}
-	tc_report(&c, "sctp/private_data_0_to_512_none_in_terminate", "SCTP-10");
+	tc_report(&c, "sctp/private_data_0_to_512_none_in_terminate", "SCTP-10 SCTP-30");
 }
 
 /* A DDP segment of each kind inside a segment chunk decodes as over MPA. */
@@ -328,7 +435,7 @@ static void t_parse_reference(void)
 {
 	struct tcheck c = { 0 };
 	u64 seed = 5043;
-	int iter, seen[7] = { 0 };
+	int iter, seen[IWP_SCTP_E_PD_LEN + 1] = { 0 };
 	static u8 b[1100];
 
 	for (iter = 0; iter < 300000; iter++) {
@@ -343,7 +450,7 @@ static void t_parse_reference(void)
 		for (i = 0; i < len; i++)
 			b[i] = (u8)t_rand(&seed);
 		if (len >= 4 && (r >> 6) % 4)
-			put16(b + 2, 1 + (r >> 8) % 4);
+			put16(b + 2, 1 + (r >> 8) % 7);
 		want = ref_parse(ppid, b, len);
 		ret = iwp_sctp_parse(ppid, b, len, &ch, &err);
 		if ((ret == 0) != (want == IWP_SCTP_OK) || ch.why != want ||
@@ -353,14 +460,14 @@ static void t_parse_reference(void)
 			break;
 		}
 		if (!ret && (ch.ssn != (u16)(b[0] << 8 | b[1]) ||
-			     ch.len != len - (ppid == 16 ? 2 : 4) ||
+			     ch.len != len - (ppid == 16 ? 2 : ch.enh.enhanced ? 8 : 4) ||
 			     (ppid == 17 && ch.func != (u16)(b[2] << 8 | b[3])))) {
 			tc_fail(&c, "iter %d: fields", iter);
 			break;
 		}
 		seen[want]++;
 	}
-	for (iter = 0; iter < 7; iter++)
+	for (iter = 0; iter <= IWP_SCTP_E_PD_LEN; iter++)
 		if (iter != IWP_SCTP_E_LONG && seen[iter] < 100)
 			tc_fail(&c, "outcome %d seen %d times", iter, seen[iter]);
 	tc_report(&c, "sctp/parse_matches_reference_order",
@@ -884,6 +991,7 @@ void run_sctp_tests(void)
 	t_control_roundtrip();
 	t_control_build_rejects();
 	t_function_codes();
+	t_enhanced_roundtrip();
 	t_private_data_limits();
 	t_segment_offset2();
 	t_segment_lengths();

@@ -627,8 +627,26 @@ static const char *const sctp_err_names[] = {
 	[IWP_SCTP_E_SHORT] = "short",
 	[IWP_SCTP_E_FUNC] = "func",
 	[IWP_SCTP_E_TERM_DATA] = "termdata",
+	[IWP_SCTP_E_ENH_SHORT] = "enhshort",
 	[IWP_SCTP_E_PD_LEN] = "pdlen",
 };
+
+/* An enhanced chunk's fields (RFC 6581 9): ird, ord, rtr p2p,send,write,read. */
+static void sctp_enh_fields(struct vctx *x, struct iwp_mpa_frame *f)
+{
+	const char *r = vec_str(x->v, "rtr");
+
+	f->ird = num(x, "ird", 0, 1);
+	f->ord = num(x, "ord", 0, 1);
+	if (!r) {
+		tc_fail(&x->c, "no rtr field");
+		return;
+	}
+	f->p2p = !!strstr(r, "p2p");
+	f->rtr_send = !!strstr(r, "send");
+	f->rtr_write = !!strstr(r, "write");
+	f->rtr_read = !!strstr(r, "read");
+}
 
 static void v_sctp(struct vctx *x)
 {
@@ -636,6 +654,7 @@ static void v_sctp(struct vctx *x)
 	u16 ssn = num(x, "ssn", 0, 1);
 	const char *key = ppid == IWP_SCTP_PPID_CONTROL ? "pdata" : "ddp";
 	const char *s = vec_str(x->v, key);
+	struct iwp_mpa_frame enh = { 0 };
 	struct iwp_sctp_chunk c;
 	struct iwp_term err;
 	size_t dlen = 0;
@@ -652,9 +671,15 @@ static void v_sctp(struct vctx *x)
 	}
 	if (s)
 		data = hexfield(x, s, &dlen);
-	out = malloc(dlen + IWP_SCTP_CTL_HDR);
+	out = malloc(dlen + IWP_SCTP_CTL_HDR + IWP_MPA_V2_SIZE);
 	/* build */
-	if (ppid == IWP_SCTP_PPID_CONTROL)
+	if (iwp_sctp_func_enhanced(func)) {
+		sctp_enh_fields(x, &enh);
+		enh.pdata = data;
+		enh.pd_len = dlen;
+		n = iwp_sctp_ctl_build_enh(ssn, func, &enh, out,
+					   dlen + IWP_SCTP_CTL_HDR + IWP_MPA_V2_SIZE);
+	} else if (ppid == IWP_SCTP_PPID_CONTROL)
 		n = iwp_sctp_ctl_build(ssn, func, data, dlen, out, dlen + IWP_SCTP_CTL_HDR);
 	else
 		n = iwp_sctp_seg_build(ssn, data, dlen, out, dlen + IWP_SCTP_CTL_HDR);
@@ -671,6 +696,12 @@ static void v_sctp(struct vctx *x)
 		 c.why != IWP_SCTP_OK || (dlen && memcmp(c.data, data, dlen)) ||
 		 (dlen && c.data != x->v->hex + x->v->hex_len - dlen) || (!dlen && c.data))
 		tc_fail(&x->c, "parsed fields differ");
+	else if (c.enh.enhanced != iwp_sctp_func_enhanced(func) ||
+		 (c.enh.enhanced && (c.enh.ird != enh.ird || c.enh.ord != enh.ord ||
+				     c.enh.p2p != enh.p2p || c.enh.rtr_send != enh.rtr_send ||
+				     c.enh.rtr_write != enh.rtr_write ||
+				     c.enh.rtr_read != enh.rtr_read)))
+		tc_fail(&x->c, "parsed IRD, ORD or flags differ");
 	/* the DDP segment at chunk offset 2 is a ULPDU as MPA would carry it */
 	if (!n && ppid == IWP_SCTP_PPID_SEGMENT) {
 		struct iwp_ddp_msg m;

@@ -55,7 +55,7 @@ var Kinds = map[string][]string{
 	"ddp_error":   {"layer", "etype", "ecode"},
 	"atomic":      {"op", "orig", "add_swap", "add_swap_mask", "cmp", "cmp_mask", "result", "ret"},
 	"mulpdu":      {"emss", "markers", "mulpdu"},
-	"sctp":        {"ppid", "ssn", "func", "pdata", "ddp"},
+	"sctp":        {"ppid", "ssn", "func", "ird", "ord", "rtr", "pdata", "ddp"},
 	"sctp_error":  {"ppid", "error", "layer", "etype", "ecode"},
 	"sctp_mulpdu": {"frag_point", "mulpdu"},
 }

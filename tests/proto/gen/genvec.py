@@ -811,9 +811,19 @@ def gen_mulpdu():
 # Session Control chunk (PPID 17) is DDP-SSN (16), Function Code (16), private
 # data. Codes 1 Initiate, 2 Accept, 3 Reject, 4 Terminate; private data at
 # most 512 octets, none in a Terminate. Big-endian.
+# RFC 6581 sections 7, 9 and 11 add 5 Enhanced Initiate, 6 Enhanced Accept
+# and 7 Enhanced Reject: their private data starts with the 4 octets of
+# enhanced RDMA connection establishment data (the IRD and ORD words of an
+# enhanced MPA frame), which the 512 count; the Enhanced Reject carries them
+# too (the initiator passes the responder's IRD/ORD to the ULP, RFC 6581 9.1).
 PPID_SEG, PPID_CTL = 16, 17
-SCTP_FUNCS = {1: 'initiate', 2: 'accept', 3: 'reject', 4: 'terminate'}
+SCTP_FUNCS = {1: 'initiate', 2: 'accept', 3: 'reject', 4: 'terminate',
+              5: 'enhanced_initiate', 6: 'enhanced_accept', 7: 'enhanced_reject'}
+SCTP_ENHANCED = (5, 6, 7)
 SCTP_RX_MAX = 2 + 65536   # docs/SCTP.md 2.4: the largest chunk taken
+# RFC 6581 9: A (0x8000) and B (0x4000) in the IRD word, C (0x8000) and D
+# (0x4000) in the ORD word; the vectors' rtr list names them in this order.
+RTR_FLAGS = (('p2p', 0, 0x8000), ('send', 0, 0x4000), ('write', 1, 0x8000), ('read', 1, 0x4000))
 
 
 def sctp_seg(ssn, seg):
@@ -822,6 +832,20 @@ def sctp_seg(ssn, seg):
 
 def sctp_ctl(ssn, func, pdata=b''):
     return struct.pack('>HH', ssn, func) + bytes(pdata)
+
+
+def rdma_conn(ird, ord_, rtr):
+    """RFC 6581 9: the IRD word, then the ORD word; rtr names the flags set."""
+    words = [ird & 0x3FFF, ord_ & 0x3FFF]
+    for name, w, bit in RTR_FLAGS:
+        if name in rtr:
+            words[w] |= bit
+    return struct.pack('>HH', *words)
+
+
+def rtr_text(rtr):
+    names = [name for name, _, _ in RTR_FLAGS if name in rtr]
+    return ','.join(names) if names else '-'
 
 
 def sctp_error(ppid, chunk):
@@ -839,6 +863,8 @@ def sctp_error(ppid, chunk):
         return 'func'
     if func == 4 and len(chunk) > 4:
         return 'termdata'
+    if func in SCTP_ENHANCED and len(chunk) - 4 < 4:
+        return 'enhshort'
     if len(chunk) - 4 > 512:
         return 'pdlen'
     return None
@@ -856,7 +882,7 @@ def gen_sctp():
     text = b'iwarp private data'
     pd512 = bytes((i * 7 + 3) & 0xFF for i in range(512))
     for func, fname in sorted(SCTP_FUNCS.items()):
-        if func == 4:
+        if func == 4 or func in SCTP_ENHANCED:
             continue
         for tag, pd in (('pd0', b''), ('pd1', b'\x5a'), ('text', text), ('pd512', pd512)):
             ssn = 0
@@ -877,6 +903,48 @@ def gen_sctp():
     b = sctp_ctl(0x1234, 2, b'ab')
     f.add('accept_ssn1234', ctl_ids, 'sctp', [('ppid', str(PPID_CTL)), ('ssn', num(0x1234)), ('func', 2),
                                              ('pdata', b'ab')], b, 'SSN and function code big-endian')
+
+    # RFC 6581 7, 9: enhanced chunks. Each code with 0, 1 and 508 octets of
+    # ULP private data (508: 512 with the IRD/ORD words), the IRD/ORD and
+    # flag combinations rotated over the codes so that each code gets each.
+    enh_ids = ctl_ids + ['SCTP-30']
+    pd508 = bytes((i * 11 + 1) & 0xFF for i in range(508))
+    combos = [(0, 0, ()), (16, 16, ('p2p', 'write')), (0x3FFF, 0x3FFF, ('p2p', 'send', 'write', 'read'))]
+
+    def enh(name, ssn, func, ird, ord_, rtr, pd, comment=None):
+        words = rdma_conn(ird, ord_, rtr)
+        # the same octets as an enhanced MPA frame's first four of private data
+        assert words == mpa_frame(0, rev=2, enhanced=1, ird=ird, ord_=ord_, p2p='p2p' in rtr,
+                                  rtr_send='send' in rtr, rtr_write='write' in rtr,
+                                  rtr_read='read' in rtr)[20:24]
+        b = sctp_ctl(ssn, func, words + pd)
+        assert sctp_error(PPID_CTL, b) is None, name
+        f.add(name, enh_ids, 'sctp', [('ppid', str(PPID_CTL)), ('ssn', num(ssn)), ('func', func), ('ird', num(ird)),
+                                      ('ord', num(ord_)), ('rtr', rtr_text(rtr)), ('pdata', pd if pd else '-')],
+              b, comment)
+        return b
+
+    for i, func in enumerate(SCTP_ENHANCED):
+        for j, (tag, pd) in enumerate((('pd0', b''), ('pd1', b'\xa5'), ('pd508', pd508))):
+            ird, ord_, rtr = combos[(i + j) % len(combos)]
+            b = enh('%s_%s' % (SCTP_FUNCS[func], tag), 0, func, ird, ord_, rtr, pd,
+                    '512 octets of private data with the IRD/ORD words: the most a chunk has' if tag == 'pd508'
+                    and func == 5 else None)
+            assert len(b) == 4 + 4 + len(pd)
+    b = enh('enhanced_initiate_siw_default', 0, 5, 16, 16, (), b'')
+    assert b == H('00 00 00 05 00 10 00 10')
+    b = enh('enhanced_initiate_rtr_no_p2p', 0, 5, 8, 8, ('send', 'write', 'read'), text,
+            'B, C and D without A: a receiver ignores them (RFC 6581 9.2), the codec reports them as sent')
+    assert b[4:8] == H('40 08 c0 08')
+    enh('enhanced_accept_rtr_no_p2p', 0, 6, 4, 2, ('write',), b'ok')
+    enh('enhanced_reject_rtr_no_p2p', 0, 7, 1, 1, ('send', 'read'), b'no')
+    b = enh('enhanced_accept_ird3fff_ord0', 0, 6, 0x3FFF, 0, ('p2p', 'read'), b'\x01')
+    assert b[4:8] == H('bf ff 40 00')
+    b = enh('enhanced_initiate_ird0_ord3fff', 0x1234, 5, 0, 0x3FFF, ('p2p', 'send'), b'\x02\x03',
+            'SSN, function code and both words big-endian')
+    assert b[:8] == H('12 34 00 05 c0 00 3f ff')
+    enh('enhanced_reject_ird16_ord0', 0, 7, 16, 0, ('p2p',), text,
+        'a Reject names the IRD/ORD the responder wants (RFC 6581 9.1)')
 
     seg_ids = ['SCTP-5', 'SCTP-6', 'SCTP-7']
     segs = [
@@ -916,11 +984,23 @@ def gen_sctp():
             'fewer than the 4 octets of DDP-SSN and function code' if n == 0 else None)
     for n in range(2):
         bad('segment_short_%d' % n, ['SCTP-7'], PPID_SEG, bytes([0, 1])[:n])
-    for func in (0, 5, 0x0100, 0x0400, 0xFFFF):
+    for func in (0, 8, 0x0100, 0x0400, 0x0500, 0xFFFF):
         bad('control_func_%04x' % func, ['SCTP-9'], PPID_CTL, sctp_ctl(0, func, b'pd'),
-            'byte-swapped Initiate' if func == 0x0100 else None)
+            {0x0100: 'byte-swapped Initiate', 0x0500: 'byte-swapped Enhanced Initiate',
+             8: 'the first code after the RFC 6581 ones'}.get(func))
     for func in (1, 2, 3):
         bad('%s_pd513' % SCTP_FUNCS[func], ['SCTP-10'], PPID_CTL, sctp_ctl(0, func, bytes(513)))
+    # RFC 6581 7, 9: an enhanced chunk without room for the IRD/ORD words
+    words = rdma_conn(16, 16, ('p2p', 'write'))
+    for func in SCTP_ENHANCED:
+        for n in range(4):
+            bad('%s_short_%d' % (SCTP_FUNCS[func], n), ['SCTP-10', 'SCTP-30'], PPID_CTL,
+                sctp_ctl(0, func, words[:n]),
+                'fewer than the 4 octets of IRD and ORD' if n == 0 and func == 5 else None)
+    bad('enhanced_initiate_pd513', ['SCTP-10', 'SCTP-30'], PPID_CTL, sctp_ctl(0, 5, words + bytes(509)),
+        'the IRD/ORD words count in the 512 octets: 4 + 509')
+    for func in (6, 7):
+        bad('%s_pd513' % SCTP_FUNCS[func], ['SCTP-10', 'SCTP-30'], PPID_CTL, sctp_ctl(0, func, words + bytes(509)))
     for n in (1, 512, 513):
         bad('terminate_pd%d' % n, ['SCTP-10'], PPID_CTL, sctp_ctl(3, 4, bytes([0xEE]) * n),
             'a Terminate carries no private data, however short or long' if n == 1 else None)

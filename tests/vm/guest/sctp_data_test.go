@@ -387,8 +387,10 @@ func TestSCTPCapture(t *testing.T) {
 			t.Fatalf("iwarpctl decode found no %s: %v", op, d.Ops)
 		}
 	}
-	if d.Session["initiate"] != 1 || d.Session["accept"] != 1 || d.Session["terminate"] < 1 {
-		t.Fatalf("session control chunks %v, want an Initiate, an Accept and a Terminate", d.Session)
+	if d.Session["enhanced-initiate"] != 1 || d.Session["enhanced-accept"] != 1 || d.Session["terminate"] < 1 ||
+		d.Session["initiate"] != 0 || d.Session["accept"] != 0 {
+		t.Fatalf("session control chunks %v, want an Enhanced Initiate, an Enhanced Accept (RFC 6581 7) and a Terminate",
+			d.Session)
 	}
 	for _, s := range d.Status {
 		if s != "ok" {

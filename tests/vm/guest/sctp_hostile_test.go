@@ -200,6 +200,20 @@ func (p *hostilePeer) control(t *testing.T, sid, ssn uint16, fn wire.SessionFunc
 		wire.AppendSessionControl(nil, &wire.SessionControl{SSN: ssn, Func: fn, PrivateData: pd}), true)
 }
 
+// enhControl sends an enhanced session control chunk (RFC 6581 7): d's
+// IRD and ORD words, then pd.
+func (p *hostilePeer) enhControl(t *testing.T, sid, ssn uint16, fn wire.SessionFunc, d wire.RDMAConnData, pd []byte) {
+	t.Helper()
+	p.send(t, sid, wire.PPIDSessionControl,
+		wire.AppendSessionControl(nil, &wire.SessionControl{SSN: ssn, Func: fn, RDMA: &d, PrivateData: pd}), true)
+}
+
+// enhAccept answers our Enhanced Initiate on stream sid with d.
+func (p *hostilePeer) enhAccept(t *testing.T, sid uint16, d wire.RDMAConnData) {
+	t.Helper()
+	p.enhControl(t, sid, 0, wire.FuncEnhancedAccept, d, nil)
+}
+
 // segChunk is a DDP Segment chunk: DDP-SSN ssn, then the segment s.
 func segChunk(ssn uint16, s wire.Segment) []byte {
 	return wire.AppendSegmentChunk(nil, &wire.SegmentChunk{SSN: ssn, DDP: wire.AppendSegment(nil, &s)})
@@ -408,7 +422,12 @@ func TestSCTPHostile(t *testing.T) {
 		// 2.2, 2.6).
 		{name: "unknown-function", want: hostileTermAdapt, parse: true,
 			chunk: func() (uint32, []byte) {
-				return wire.PPIDSessionControl, wire.AppendSessionControl(nil, &wire.SessionControl{SSN: 1, Func: 5})
+				return wire.PPIDSessionControl, wire.AppendSessionControl(nil, &wire.SessionControl{SSN: 1, Func: 8})
+			}},
+		{name: "enhanced-without-ird-ord", want: hostileTermAdapt, parse: true,
+			chunk: func() (uint32, []byte) {
+				return wire.PPIDSessionControl, wire.AppendSessionControl(nil,
+					&wire.SessionControl{SSN: 1, Func: wire.FuncEnhancedAccept, PrivateData: []byte{0, 1}})
 			}},
 		{name: "terminate-with-data", want: hostileTermAdapt, parse: true,
 			chunk: func() (uint32, []byte) {
@@ -1025,13 +1044,14 @@ func hostileInitiateWaits(t *testing.T, tp *Topology) {
 	if m := sctpNext(t, "peer", c); m.Notification == nil {
 		t.Fatalf("peer: after COMM_UP, %s; want our adaptation indication", describe(m))
 	}
-	// Our Initiate (DDP-SSN 0) on the first stream, answered.
+	// Our Initiate (DDP-SSN 0, enhanced: RFC 6581 7) on the first
+	// stream, answered.
 	m := p.next(t)
-	if !m.isControl(m.sid, 0, wire.FuncInitiate) {
-		t.Fatalf("peer read %v; want our Initiate", m)
+	if !m.isControl(m.sid, 0, wire.FuncEnhancedInitiate) {
+		t.Fatalf("peer read %v; want our Enhanced Initiate", m)
 	}
 	sid := m.sid
-	p.control(t, sid, 0, wire.FuncAccept, nil)
+	p.enhAccept(t, sid, wire.RDMAConnData{IRD: 16, ORD: 16})
 	if err := <-first; err != nil {
 		t.Fatalf("the first Dial: %v", err)
 	}
@@ -1053,10 +1073,10 @@ func hostileInitiateWaits(t *testing.T, tp *Topology) {
 			segs++
 			continue
 		}
-		if m.sid == sid || !m.isControl(m.sid, 0, wire.FuncInitiate) {
+		if m.sid == sid || !m.isControl(m.sid, 0, wire.FuncEnhancedInitiate) {
 			t.Fatalf("peer read %v after %d segments; want the second Initiate on another stream", m, segs)
 		}
-		p.control(t, m.sid, 0, wire.FuncAccept, nil)
+		p.enhAccept(t, m.sid, wire.RDMAConnData{IRD: 16, ORD: 16})
 		break
 	}
 	if err := <-second; err != nil {

@@ -124,8 +124,9 @@ func sctpSessionsOf(cms []ctl.CM) []ctl.CM {
 
 // TestSCTPSession sets DDP sessions over SCTP up between two contexts
 // (RFC 5043 6; SCTP-11, SCTP-13, SCTP-16, SCTP-17): private data of 0, 1
-// and 512 octets each way, three sessions of one context sharing one
-// association on three streams, a Send on each, a Reject with its private
+// and 508 octets each way in enhanced session control (RFC 6581 7), 512
+// in plain (MPA revision 1), four sessions of one context sharing one
+// association on four streams, a Send on each, a Reject with its private
 // data, and a graceful end that reaches the peer as DISCONNECTED.
 func TestSCTPSession(t *testing.T) {
 	tp, a, b, addr := sctpEnds(t)
@@ -136,7 +137,15 @@ func TestSCTPSession(t *testing.T) {
 
 	type pair struct{ qa, qb *userlib.QP }
 	var pairs []pair
-	for i, n := range []int{0, 1, 512} {
+	// Revision 2 (the default) sends the Enhanced Initiate and gets the
+	// Enhanced Accept, whose IRD and ORD take 4 of the 512 octets (RFC
+	// 6581 7); revision 1 the plain ones with all 512.
+	for i, c := range []struct{ n, rev int }{{0, 0}, {1, 0}, {508, 0}, {512, 1}} {
+		n := c.n
+		var mpa *userlib.MPAParams
+		if c.rev != 0 {
+			mpa = &userlib.MPAParams{Rev: c.rev}
+		}
 		qa, qb := sctpQP(t, a), sctpQP(t, b)
 		if err := qb.PostRecv(uint64(i), b.mr.SGE(0, 64)); err != nil {
 			t.Fatal(err)
@@ -150,7 +159,7 @@ func TestSCTPSession(t *testing.T) {
 			return req.Accept(ctx, qb, &userlib.ConnParams{PrivateData: reply})
 		})
 		got, err := qa.Dial(ctx, netip.AddrPortFrom(addr, port),
-			&userlib.ConnParams{PrivateData: want, SCTP: &userlib.SCTPParams{}})
+			&userlib.ConnParams{PrivateData: want, SCTP: &userlib.SCTPParams{}, MPA: mpa})
 		if err != nil {
 			t.Fatalf("%d octets: dial: %v", n, err)
 		}
@@ -182,6 +191,7 @@ func TestSCTPSession(t *testing.T) {
 	}
 
 	// One association, one stream per session, on both sides.
+	enhanced := map[string]int{}
 	for _, ns := range []string{tp.A, tp.B} {
 		ss := sctpSessions(t, ns)
 		if len(ss) != len(pairs) {
@@ -199,6 +209,12 @@ func TestSCTPSession(t *testing.T) {
 			if s.State != ctl.CMEstablished || s.Flags&ctl.ConnSCTP == 0 {
 				t.Fatalf("%s: session %+v, want established with the sctp flag", ns, s)
 			}
+			if s.Flags&ctl.ConnEnhanced != 0 {
+				enhanced[ns]++
+			}
+		}
+		if enhanced[ns] != len(pairs)-1 {
+			t.Fatalf("%s: %d sessions enhanced (RFC 6581), want all but the revision 1 one", ns, enhanced[ns])
 		}
 	}
 
