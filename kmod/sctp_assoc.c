@@ -79,8 +79,10 @@ static void iwarp_assoc_release(struct kref *ref)
 		iwarp_conn_put(a->lsn);
 	}
 	kvfree(a->rxbuf);
-	for (i = 0; a->slots && i < a->nstreams; i++)
+	for (i = 0; a->slots && i < a->nstreams; i++) {
 		kfree(a->slots[i].pd);
+		iwarp_sctp_late_free(a->slots[i].late);
+	}
 	kfree(a->slots);
 	iwarp_ctx_put(a->ctx);
 	atomic_dec(&iwarp_assocs_live);

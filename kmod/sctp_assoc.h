@@ -92,6 +92,12 @@ struct iwarp_sctp_slot {
 	u8 *pd;				/* an Initiate's private data, until taken */
 	bool enh;			/* that Initiate was enhanced (RFC 6581) */
 	u8 words[4];			/* and its IRD and ORD words */
+	/*
+	 * Active side, quarantine: the receive order of the session gone,
+	 * until every chunk the peer sent before its Terminate came (a new
+	 * session on the stream must not take one of them).
+	 */
+	struct iwarp_sctp_rx *late;
 };
 
 struct iwarp_assoc {

@@ -72,20 +72,108 @@ int iwarp_sctp_rx_alloc(struct iwarp_conn *conn, u16 front)
 	return 0;
 }
 
+/* What @r kept goes; the sequencer's marks stay. */
+static void iwarp_sctp_rx_drop_kept(struct iwarp_sctp_rx *r)
+{
+	struct iwarp_sctp_kept *k;
+	unsigned long i;
+
+	xa_for_each(&r->kept, i, k)
+		kvfree(k);
+	xa_destroy(&r->kept);
+	r->kept_bytes = 0;
+	r->seq.records = 0;
+}
+
+void iwarp_sctp_late_free(struct iwarp_sctp_rx *r)
+{
+	if (!r)
+		return;
+	iwarp_sctp_rx_drop_kept(r);
+	kvfree(r);
+}
+
 void iwarp_sctp_rx_free(struct iwarp_conn *conn)
 {
 	struct iwarp_sctp_rx *r = conn->srx;
-	struct iwarp_sctp_kept *k;
-	unsigned long i;
 
 	if (!r)
 		return;
 	conn->srx = NULL;
 	WRITE_ONCE(conn->stats.rx_kept, 0);
-	xa_for_each(&r->kept, i, k)
+	iwarp_sctp_late_free(r);
+}
+
+/*
+ * The frontier past every SSN that arrived (marked) right behind it, with
+ * no action: after the QP failed, or with the session gone.
+ */
+static void iwarp_sctp_rx_skip(struct iwarp_sctp_rx *r)
+{
+	struct iwarp_sctp_kept *k;
+	u16 s;
+
+	while (iwp_seq_next(&r->seq, &s)) {
+		k = xa_erase(&r->kept, s);
+		if (!k)
+			continue;
+		iwp_seq_record_done(&r->seq);
+		r->kept_bytes -= k->have + IWARP_SCTP_KEEP_COST;
 		kvfree(k);
-	xa_destroy(&r->kept);
-	kvfree(r);
+	}
+}
+
+/* SSN @ssn arrived, to be discarded: marked, the frontier past it if it can. */
+static void iwarp_sctp_rx_mark(struct iwarp_sctp_rx *r, u16 ssn)
+{
+	if (iwp_seq_arrive(&r->seq, ssn, false) == IWP_SEQ_FRONT)
+		iwarp_sctp_rx_skip(r);
+}
+
+/*
+ * Every chunk the peer sent before its Session Terminate has come: the
+ * Terminate's SSN is known and the frontier reached it.
+ */
+bool iwarp_sctp_late_done(const struct iwarp_sctp_rx *r)
+{
+	return !r || ((r->term_kept || r->ended) && !iwp_sctp_ssn_after(r->term_ssn, r->seq.front));
+}
+
+struct iwarp_sctp_rx *iwarp_sctp_rx_detach(struct iwarp_conn *conn)
+{
+	struct iwarp_sctp_rx *r = conn->srx;
+
+	lockdep_assert_held(&conn->assoc->rx_mutex);
+	if (!r)
+		return NULL;
+	conn->srx = NULL;
+	WRITE_ONCE(conn->stats.rx_kept, 0);
+	/* A Terminate kept behind a gap keeps its mark: the frontier passes it. */
+	iwarp_sctp_rx_skip(r);
+	iwarp_sctp_rx_drop_kept(r);
+	xa_init(&r->kept);
+	if (iwarp_sctp_late_done(r)) {
+		kvfree(r);
+		return NULL;
+	}
+	return r;
+}
+
+bool iwarp_sctp_late_rx(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk *c)
+{
+	if (iwarp_sctp_late_done(r))
+		return true;
+	/* The first Session Terminate counts (the session's last chunk). */
+	if (c->ppid == IWP_SCTP_PPID_CONTROL) {
+		if (c->func != IWP_SCTP_TERMINATE || r->term_kept || r->ended)
+			return false;
+		if (iwp_seq_violation(iwp_seq_check(&r->seq, c->ssn, false)))
+			return false;
+		r->term_kept = true;
+		r->term_ssn = c->ssn;
+	}
+	iwarp_sctp_rx_mark(r, c->ssn);
+	return iwarp_sctp_late_done(r);
 }
 
 bool iwarp_sctp_rx_start(struct iwarp_conn *conn)
@@ -171,6 +259,7 @@ static void iwarp_sctp_act(struct iwarp_assoc *a, struct iwarp_conn *conn,
 		/* The Session Terminate, after everything the peer sent. */
 		conn->srx->ended = true;
 		conn->srx->term_kept = false;
+		conn->srx->term_ssn = c->ssn;
 		iwarp_sctp_ctl_rx(a, conn->sid, c);
 		return;
 	}
@@ -353,8 +442,10 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 	 */
 	if (conn->rx_bad || (!r->hold && READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)) {
 		if (c->ppid == IWP_SCTP_PPID_CONTROL && !r->ended) {
+			/* Its SSN stays: the stream waits for what it overtook. */
 			r->ended = true;
 			r->term_kept = false;
+			r->term_ssn = c->ssn;
 			iwarp_sctp_ctl_rx(a, conn->sid, c);
 		} else if (r->term_kept && !r->ended) {
 			/* One kept behind a gap: it is the session's end now. */
@@ -362,6 +453,9 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 		} else {
 			a->rx_dropped++;
 		}
+		/* Discarded, but counted as come (iwarp_sctp_late_done()). */
+		if (c->ppid == IWP_SCTP_PPID_SEGMENT)
+			iwarp_sctp_rx_mark(r, c->ssn);
 		return;
 	}
 	/* Nothing the peer sent after its Session Terminate counts. */

@@ -36,7 +36,9 @@ struct iwarp_sctp_rx {
 	bool resume;		/* rx_work: act on what was kept */
 	bool term_kept;		/* the peer's Session Terminate is kept */
 	bool ended;		/* it was acted on: nothing after it is */
-	u16 term_ssn;		/* with term_kept: its DDP-SSN */
+	u16 term_ssn;		/* with term_kept, or ended on a failed QP: its
+				 * DDP-SSN
+				 */
 	unsigned long map[IWP_SEQ_MAP_LONGS];
 };
 
@@ -66,6 +68,21 @@ static inline bool iwarp_sctp_rx_term_seen(const struct iwarp_sctp_rx *r)
 {
 	return r && (r->term_kept || r->ended);
 }
+
+/*
+ * The session leaves its stream (rx_mutex): what it kept goes, and its
+ * sequencer stays with the stream if the peer may still send chunks of it
+ * (those its Session Terminate overtook, or all up to a Terminate yet to
+ * come): the tracker to hand to iwarp_sctp_late_rx(); NULL if none can.
+ */
+struct iwarp_sctp_rx *iwarp_sctp_rx_detach(struct iwarp_conn *conn);
+/*
+ * A chunk of a session gone, on the stream holding its tracker @r
+ * (rx_mutex): true once all the peer sent up to its Terminate came.
+ */
+bool iwarp_sctp_late_rx(struct iwarp_sctp_rx *r, const struct iwp_sctp_chunk *c);
+bool iwarp_sctp_late_done(const struct iwarp_sctp_rx *r);
+void iwarp_sctp_late_free(struct iwarp_sctp_rx *r);
 
 /*
  * rx_work: a chunk on @conn's stream breaks the adaptation layer (a PPID

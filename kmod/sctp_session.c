@@ -121,6 +121,8 @@ static void iwarp_slot_set(struct iwarp_assoc *a, u16 sid, struct iwarp_conn *co
 		kfree(a->slots[sid].pd);
 		a->slots[sid].pd = NULL;
 		a->slots[sid].peer_term = false;
+		iwarp_sctp_late_free(a->slots[sid].late);
+		a->slots[sid].late = NULL;
 	}
 	mutex_unlock(&a->rx_mutex);
 }
@@ -706,6 +708,18 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 			state = IWARP_SLOT_QUARANTINE;
 		else
 			state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+		/*
+		 * The side that reuses streams waits for the peer's chunks of
+		 * this session still to come (those its Terminate overtook,
+		 * or all up to a Terminate yet to come): a new session on the
+		 * stream must not take one (iwarp_sctp_quarantine_rx()).
+		 */
+		if (a->active && state != IWARP_SLOT_FREE) {
+			iwarp_sctp_late_free(s->late);
+			s->late = iwarp_sctp_rx_detach(conn);
+			if (s->late && state == IWARP_SLOT_DRAIN)
+				state = IWARP_SLOT_QUARANTINE;
+		}
 		s->conn = NULL;
 		s->state = state;
 		s->answered = false;
@@ -730,6 +744,24 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 }
 
 /* --------------------------------------------------------------- receive */
+
+/*
+ * The Session Terminate of a quarantined stream's old session, or with a
+ * tracker (s->late) a late chunk of it (rx_work): once the peer's
+ * Terminate and all it sent before came, the side that reuses streams
+ * waits for ours to be acknowledged (drain), the other frees the stream.
+ */
+static void iwarp_sctp_quarantine_rx(struct iwarp_assoc *a, struct iwarp_sctp_slot *s,
+				     const struct iwp_sctp_chunk *c)
+{
+	if (s->late && !iwarp_sctp_late_rx(s->late, c))
+		return;
+	iwarp_sctp_late_free(s->late);
+	s->late = NULL;
+	s->state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+	a->rx_dry = true;
+	a->rx_requests = true;	/* a Dial may wait for it */
+}
 
 /*
  * A session control chunk, in rx_work: recorded for the work that acts on
@@ -781,6 +813,8 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 			/* The answer to an Initiate we gave up on (Dial timeout). */
 			if (iwp_sctp_func_base(c->func) == IWP_SCTP_REJECT) {
 				s->state = IWARP_SLOT_FREE;
+				iwarp_sctp_late_free(s->late);
+				s->late = NULL;
 				a->rx_requests = true;
 			} else {
 				s->term_owed = true;	/* then its Terminate frees it */
@@ -837,13 +871,8 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 				s->state = IWARP_SLOT_FREE;
 				a->rx_requests = true;
 			} else if (s->state == IWARP_SLOT_QUARANTINE) {
-				/*
-				 * Both Terminates went. The side that initiates
-				 * reuses the stream once ours is acknowledged.
-				 */
-				s->state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
-				a->rx_dry = true;
-				a->rx_requests = true;	/* a Dial may wait for it */
+				/* Both Terminates went; what it overtook may not have. */
+				iwarp_sctp_quarantine_rx(a, s, c);
 			} else {
 				a->rx_dropped++;	/* no session to end */
 			}
@@ -921,7 +950,11 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 			a->slots[r->sid].state = IWARP_SLOT_FREE;
 			iwarp_sctp_refuse(a, r->sid);
 		} else if (!conn) {
+			struct iwarp_sctp_slot *s = &a->slots[r->sid];
+
 			a->rx_dropped++;	/* no session: a closed one's late chunk */
+			if (s->late && s->state == IWARP_SLOT_QUARANTINE)
+				iwarp_sctp_quarantine_rx(a, s, &c);
 		} else if (a->slots[r->sid].state == IWARP_SLOT_INITIATE_RCVD) {
 			/* Data before our Accept (SCTP-16): nothing is kept for it. */
 			cmpxchg(&conn->tcp_err, 0, EPROTO);

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/iwarp/iwarp/ctl"
-	"github.com/iwarp/iwarp/internal/sctpsock"
 	"github.com/iwarp/iwarp/userlib"
 	"github.com/iwarp/iwarp/wire"
 )
@@ -44,44 +43,6 @@ func enhChunk(t *testing.T, m hostileMsg, sid, ssn uint16, fn wire.SessionFunc) 
 		t.Fatalf("peer read %v: IRD and ORD words %v", m, ch.Control.RDMA)
 	}
 	return ch.Control
-}
-
-// enhRawListener is a raw DDP-over-SCTP listener (a peer that answers our
-// Initiates as a case wants) in netns B; accept takes the association of
-// our next Dial to it.
-func enhRawListener(t *testing.T, tp *Topology) (addr netip.AddrPort, accept func() *hostilePeer) {
-	t.Helper()
-	addr = netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1)))
-	var l *sctpsock.Listener
-	if err := RunInNetns(tp.B, func() (err error) {
-		l, err = sctpsock.Listen(addr, sctpsock.Options{Adaptation: wire.SCTPAdaptationDDP,
-			OutStreams: 16, InStreams: 16, NoDelay: true,
-			Events: []uint16{sctpsock.AssocChangeEvent, sctpsock.AdaptationEvent, sctpsock.ShutdownEvent}})
-		return err
-	}); err != nil {
-		t.Fatalf("peer: listen on %v: %v", addr, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return addr, func() *hostilePeer {
-		t.Helper()
-		if err := l.SetDeadline(time.Now().Add(hostileWait)); err != nil {
-			t.Fatal(err)
-		}
-		c, err := l.Accept()
-		if err != nil {
-			t.Fatalf("peer: accept: %v", err)
-		}
-		t.Cleanup(func() { c.Close() })
-		p := &hostilePeer{c: c, buf: make([]byte, wire.SCTPMaxChunk+64)}
-		if err := c.SetReadDeadline(time.Now().Add(hostileWait)); err != nil {
-			t.Fatal(err)
-		}
-		sctpCommUp(t, "peer", c)
-		if m := sctpNext(t, "peer", c); m.Notification == nil {
-			t.Fatalf("peer: after COMM_UP, %s; want our adaptation indication", describe(m))
-		}
-		return p
-	}
 }
 
 // enhDial dials addr over SCTP from qp with p (SCTP set here) in the
@@ -387,7 +348,7 @@ func enhResponderShort(t *testing.T, tp *Topology) {
 // RFC 6581 10: the Dial fails and the session ends with our Terminate.
 func enhInitiatorPlainAnswer(t *testing.T, tp *Topology) {
 	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
-	addr, accept := enhRawListener(t, tp)
+	addr, accept := hostileRawListener(t, tp, 16)
 	dial := enhDial(e.qp, addr, userlib.ConnParams{IRD: 5, ORD: 6})
 	p := accept()
 	m := p.next(t)
@@ -408,7 +369,7 @@ func enhInitiatorPlainAnswer(t *testing.T, tp *Topology) {
 // fails with EPROTO.
 func enhInitiatorIRD(t *testing.T, tp *Topology) {
 	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
-	addr, accept := enhRawListener(t, tp)
+	addr, accept := hostileRawListener(t, tp, 16)
 	dial := enhDial(e.qp, addr, userlib.ConnParams{IRD: 16, ORD: 16})
 	p := accept()
 	m := p.next(t)
@@ -425,7 +386,7 @@ func enhInitiatorIRD(t *testing.T, tp *Topology) {
 // to 2 (the relaxed rule MPA uses too); the session runs.
 func enhInitiatorORD(t *testing.T, tp *Topology) {
 	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
-	addr, accept := enhRawListener(t, tp)
+	addr, accept := hostileRawListener(t, tp, 16)
 	dial := enhDial(e.qp, addr, userlib.ConnParams{})
 	p := accept()
 	m := p.next(t)
@@ -447,7 +408,7 @@ func enhInitiatorORD(t *testing.T, tp *Topology) {
 // is the zero-length Read Request.
 func enhInitiatorRTR(t *testing.T, tp *Topology) {
 	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
-	addr, accept := enhRawListener(t, tp)
+	addr, accept := hostileRawListener(t, tp, 16)
 	dial := enhDial(e.qp, addr, userlib.ConnParams{MPA: &userlib.MPAParams{P2P: true, RTR: userlib.RTRRead}})
 	p := accept()
 	m := p.next(t)

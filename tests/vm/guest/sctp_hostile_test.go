@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -392,6 +393,7 @@ func TestSCTPHostile(t *testing.T) {
 		{"segment-without-session", hostileStray},
 		{"answer-waits-for-room", hostileAnswerWaits},
 		{"initiate-waits-for-room", hostileInitiateWaits},
+		{"reuse-waits-for-late-chunks", hostileLateChunks},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -1004,19 +1006,47 @@ func hostileAnswerWaits(t *testing.T, tp *Topology) {
 // Dial to the peer takes the same association, and its Initiate finds no
 // room: it waits for it within the Dial's timeout, rather than fail; the
 // peer then reads, finds the Initiate after the Sends, and accepts.
-func hostileInitiateWaits(t *testing.T, tp *Topology) {
-	e := newRdmaEnd(t, tp.A, 1<<20, rdmaAccess)
-	addr := netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1)))
+// hostileRawListener is a raw DDP-over-SCTP listener with streams streams
+// each way (a peer that answers our Initiates as a case wants) in netns B;
+// accept takes the association of our next Dial to it.
+func hostileRawListener(t *testing.T, tp *Topology, streams uint16) (addr netip.AddrPort, accept func() *hostilePeer) {
+	t.Helper()
+	addr = netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1)))
 	var l *sctpsock.Listener
 	if err := RunInNetns(tp.B, func() (err error) {
 		l, err = sctpsock.Listen(addr, sctpsock.Options{Adaptation: wire.SCTPAdaptationDDP,
-			OutStreams: 16, InStreams: 16, NoDelay: true,
+			OutStreams: streams, InStreams: streams, NoDelay: true,
 			Events: []uint16{sctpsock.AssocChangeEvent, sctpsock.AdaptationEvent, sctpsock.ShutdownEvent}})
 		return err
 	}); err != nil {
 		t.Fatalf("peer: listen on %v: %v", addr, err)
 	}
 	t.Cleanup(func() { l.Close() })
+	return addr, func() *hostilePeer {
+		t.Helper()
+		if err := l.SetDeadline(time.Now().Add(hostileWait)); err != nil {
+			t.Fatal(err)
+		}
+		c, err := l.Accept()
+		if err != nil {
+			t.Fatalf("peer: accept: %v", err)
+		}
+		t.Cleanup(func() { c.Close() })
+		p := &hostilePeer{c: c, buf: make([]byte, wire.SCTPMaxChunk+64)}
+		if err := c.SetReadDeadline(time.Now().Add(hostileWait)); err != nil {
+			t.Fatal(err)
+		}
+		sctpCommUp(t, "peer", c)
+		if m := sctpNext(t, "peer", c); m.Notification == nil {
+			t.Fatalf("peer: after COMM_UP, %s; want our adaptation indication", describe(m))
+		}
+		return p
+	}
+}
+
+func hostileInitiateWaits(t *testing.T, tp *Topology) {
+	e := newRdmaEnd(t, tp.A, 1<<20, rdmaAccess)
+	addr, accept := hostileRawListener(t, tp, 16)
 	dial := func(qp *userlib.QP) <-chan error {
 		ch := make(chan error, 1)
 		go func() {
@@ -1028,22 +1058,7 @@ func hostileInitiateWaits(t *testing.T, tp *Topology) {
 		return ch
 	}
 	first := dial(e.qp)
-	if err := l.SetDeadline(time.Now().Add(hostileWait)); err != nil {
-		t.Fatal(err)
-	}
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatalf("peer: accept: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	p := &hostilePeer{c: c, buf: make([]byte, wire.SCTPMaxChunk+64)}
-	if err := c.SetReadDeadline(time.Now().Add(hostileWait)); err != nil {
-		t.Fatal(err)
-	}
-	sctpCommUp(t, "peer", c)
-	if m := sctpNext(t, "peer", c); m.Notification == nil {
-		t.Fatalf("peer: after COMM_UP, %s; want our adaptation indication", describe(m))
-	}
+	p := accept()
 	// Our Initiate (DDP-SSN 0, enhanced: RFC 6581 7) on the first
 	// stream, answered.
 	m := p.next(t)
@@ -1083,4 +1098,73 @@ func hostileInitiateWaits(t *testing.T, tp *Topology) {
 		t.Fatalf("the Dial whose Initiate found no room: %v, want it to wait for room", err)
 	}
 	t.Logf("the second Initiate went after %d segments of the first session", segs)
+}
+
+// hostileLateChunks: a stream whose session's end the peer's Session
+// Terminate announced ahead of its data is not given to a new session
+// until that data came (docs/SCTP.md 2.3: a new session must not take a
+// chunk of the old one). Our Dial to a raw peer with one stream; the peer
+// answers, then sends a Send with DDP-SSN 2 and its Terminate (3) but not
+// DDP-SSN 1; our side ends the session. A second Dial finds the stream
+// quarantined and times out without an Initiate; once the peer sends the
+// chunk with DDP-SSN 1, a third Dial gets the stream, and its session
+// takes the peer's new Send.
+func hostileLateChunks(t *testing.T, tp *Topology) {
+	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
+	addr, accept := hostileRawListener(t, tp, 1)
+	dial := func(qp *userlib.QP, pd string, timeout time.Duration) <-chan error {
+		ch := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hostileWait)
+			defer cancel()
+			_, err := qp.Dial(ctx, addr, &userlib.ConnParams{SCTP: &userlib.SCTPParams{}, PrivateData: []byte(pd),
+				Timeout: timeout})
+			ch <- err
+		}()
+		return ch
+	}
+	first := dial(e.qp, "first", hostileWait)
+	p := accept()
+	m := p.next(t)
+	if !m.isControl(0, 0, wire.FuncEnhancedInitiate) {
+		t.Fatalf("peer read %v; want our Initiate on stream 0", m)
+	}
+	p.enhAccept(t, 0, wire.RDMAConnData{IRD: 16, ORD: 16})
+	if err := <-first; err != nil {
+		t.Fatalf("the first Dial: %v", err)
+	}
+	// No receive posted: the Send is kept for the frontier, which the
+	// session never reaches.
+	p.segment(t, 0, 2, sendSeg(2, []byte("old two")))
+	p.control(t, 0, 3, wire.FuncTerminate, nil)
+	if err := e.qp.Disconnect(true); err != nil {
+		t.Fatal(err)
+	}
+	p.expectControl(t, 0, 1, wire.FuncTerminate)
+	awaitNoConn(t, tp.A, addr)
+
+	if err := <-dial(sctpQP(t, e), "second", 2*time.Second); !errors.Is(err, syscall.ETIMEDOUT) {
+		t.Fatalf("a Dial while the old session's DDP-SSN 1 is missing: %v, want ETIMEDOUT (stream quarantined)", err)
+	}
+	p.segment(t, 0, 1, sendSeg(1, []byte("old one")))
+	qp := sctpQP(t, e)
+	if err := qp.PostRecv(9, e.mr.SGE(8192, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	third := dial(qp, "third", hostileWait)
+	m = p.next(t)
+	ch, err := wire.ParseSCTPChunk(m.ppid, m.data)
+	if err != nil || !m.isControl(0, 0, wire.FuncEnhancedInitiate) || string(ch.Control.PrivateData) != "third" {
+		t.Fatalf("peer read %v; want the third Dial's Initiate (none of the second's)", m)
+	}
+	p.enhAccept(t, 0, wire.RDMAConnData{IRD: 16, ORD: 16})
+	if err := <-third; err != nil {
+		t.Fatalf("the third Dial: %v", err)
+	}
+	p.segment(t, 0, 1, sendSeg(1, []byte("new one")))
+	for _, wc := range e.wait(t, 1, hostileWait) {
+		if wc.WRID != 9 || wc.Status != userlib.StatusSuccess || string(e.buf[8192:8192+wc.ByteLen]) != "new one" {
+			t.Fatalf("the new session's receive: %+v %q", wc, e.buf[8192:8192+wc.ByteLen])
+		}
+	}
 }
