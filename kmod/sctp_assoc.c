@@ -55,7 +55,8 @@ static struct workqueue_struct *iwarp_sctp_wq;
 enum iwarp_assoc_rx_down {
 	IWARP_RX_DOWN_NONE,
 	IWARP_RX_DOWN_ADAPT,	/* no indication, or not DDP's */
-	IWARP_RX_DOWN_LOST,	/* COMM_LOST, RESTART */
+	IWARP_RX_DOWN_LOST,	/* COMM_LOST (an ABORT), RESTART */
+	IWARP_RX_DOWN_TIMEDOUT,	/* COMM_LOST: retransmissions or heartbeats unanswered */
 	IWARP_RX_DOWN_REFUSED,	/* CANT_STR_ASSOC: no association came up */
 	IWARP_RX_DOWN_SHUTDOWN,	/* the peer shut it down */
 	IWARP_RX_DOWN_FAILED,	/* a send failed, or the socket ended */
@@ -251,6 +252,16 @@ static void iwarp_assoc_notify(struct iwarp_assoc *a, const u8 *b, u32 len)
 				*down = IWARP_RX_DOWN_FAILED;
 			break;
 		case SCTP_COMM_LOST:
+			/*
+			 * The notification does not say why; the socket's
+			 * error does (a one-to-one socket's: SCTP sets it
+			 * before it queues COMM_LOST, and nothing read it
+			 * since): ETIMEDOUT when the peer went silent, as
+			 * TCP reports it, else an ABORT came (ECONNRESET).
+			 */
+			*down = READ_ONCE(a->sock->sk->sk_err) == ETIMEDOUT ?
+				IWARP_RX_DOWN_TIMEDOUT : IWARP_RX_DOWN_LOST;
+			break;
 		case SCTP_RESTART:
 			*down = IWARP_RX_DOWN_LOST;
 			break;
@@ -419,6 +430,8 @@ static int iwarp_assoc_down_errno(u8 down)
 		return -EPROTONOSUPPORT;
 	case IWARP_RX_DOWN_LOST:
 		return -ECONNRESET;
+	case IWARP_RX_DOWN_TIMEDOUT:
+		return -ETIMEDOUT;
 	case IWARP_RX_DOWN_REFUSED:
 		return -ECONNREFUSED;
 	case IWARP_RX_DOWN_SHUTDOWN:
