@@ -87,6 +87,7 @@ struct iwarp_sctp_slot {
 	bool peer_term;			/* the peer's Terminate came */
 	bool term_owed;			/* a Terminate to send (cm_work) */
 	bool answered;			/* Reject sent or received: no Terminate */
+	bool abandoned;			/* quarantined, our Initiate unanswered */
 	u16 term_ssn;
 	u16 pd_len;
 	u8 *pd;				/* an Initiate's private data, until taken */

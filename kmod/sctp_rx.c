@@ -442,10 +442,16 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 	 */
 	if (conn->rx_bad || (!r->hold && READ_ONCE(conn->qp->state) != IWARP_QP_STATE_RTS)) {
 		if (c->ppid == IWP_SCTP_PPID_CONTROL && !r->ended) {
-			/* Its SSN stays: the stream waits for what it overtook. */
+			/*
+			 * Its SSN stays: the stream waits for what it
+			 * overtook. One kept behind a gap came first; one
+			 * outside the window awaits nothing.
+			 */
+			v = iwp_seq_check(&r->seq, c->ssn, false);
+			if (!r->term_kept)
+				r->term_ssn = iwp_seq_violation(v) ? r->seq.front - 1 : c->ssn;
 			r->ended = true;
 			r->term_kept = false;
-			r->term_ssn = c->ssn;
 			iwarp_sctp_ctl_rx(a, conn->sid, c);
 		} else if (r->term_kept && !r->ended) {
 			/* One kept behind a gap: it is the session's end now. */
@@ -454,8 +460,10 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 			a->rx_dropped++;
 		}
 		/* Discarded, but counted as come (iwarp_sctp_late_done()). */
-		if (c->ppid == IWP_SCTP_PPID_SEGMENT)
+		if (c->ppid == IWP_SCTP_PPID_SEGMENT) {
 			iwarp_sctp_rx_mark(r, c->ssn);
+			WRITE_ONCE(conn->stats.rx_kept, r->kept_bytes);
+		}
 		return;
 	}
 	/* Nothing the peer sent after its Session Terminate counts. */
@@ -463,7 +471,11 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 		a->rx_dropped++;
 		return;
 	}
-	keep = r->hold || !iwarp_sctp_is_write(c);
+	/*
+	 * A P2P responder's first segment must be the RTR (rx.c checks it at
+	 * F): until it came, everything waits for F, Writes too.
+	 */
+	keep = r->hold || conn->rtr_wait || !iwarp_sctp_is_write(c);
 	if (r->hold)
 		v = iwp_seq_defer(&r->seq, c->ssn, true);
 	else
@@ -502,7 +514,7 @@ void iwarp_sctp_rx_chunk(struct iwarp_assoc *a, struct iwarp_conn *conn,
 		return;
 	}
 	have = c->len;
-	placed = !r->hold && iwarp_sctp_place_ahead(conn, c, &have);
+	placed = !r->hold && !conn->rtr_wait && iwarp_sctp_place_ahead(conn, c, &have);
 	if (iwarp_sctp_keep(conn, c, have, placed)) {
 		pr_debug("cm %u: %u octets kept ahead of DDP-SSN %u: no more\n", conn->id,
 			 r->kept_bytes, r->seq.front);

@@ -114,6 +114,7 @@ static void iwarp_slot_set(struct iwarp_assoc *a, u16 sid, struct iwarp_conn *co
 		/* A new session: nothing of an old one applies. */
 		a->slots[sid].peer_term = false;
 		a->slots[sid].term_owed = false;
+		a->slots[sid].abandoned = false;
 	}
 	if (!conn)
 		a->slots[sid].answered = false;
@@ -317,9 +318,51 @@ out:
 }
 
 /*
+ * RFC 6581 10: a peer of RFC 5043 alone refuses the Enhanced Initiate (a
+ * Terminate with DDP-SSN 0, after which nothing of the session follows and
+ * the stream is free, 2.3). A Dial that left the revision at its default
+ * and asked for no P2P then tries the plain Initiate, within its timeout.
+ * True if it goes on so.
+ */
+static bool iwarp_sctp_retry_plain(struct iwarp_conn *conn)
+{
+	struct iwarp_assoc *a = conn->assoc;
+	unsigned long flags;
+	bool put = false;
+
+	if (!conn->req.enhanced || (conn->params.set & IWARP_LINK_SET_MPA_REV) ||
+	    conn->pol.p2p || READ_ONCE(conn->closing))
+		return false;
+	mutex_lock(&a->lock);
+	if (a->slots && conn->sid < a->nstreams && a->slots[conn->sid].conn == conn) {
+		iwarp_slot_set(a, conn->sid, NULL, IWARP_SLOT_FREE);
+		put = true;
+	}
+	mutex_lock(&a->rx_mutex);
+	iwarp_sctp_rx_free(conn);
+	mutex_unlock(&a->rx_mutex);
+	conn->sctp_tx_ssn = 0;
+	mutex_unlock(&a->lock);
+	if (put)
+		iwarp_conn_put(conn);	/* the slot's; cm_work holds another */
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->sctp_answer = 0;
+	conn->peer_pd_len = 0;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	conn->pol.rev = 1;
+	iwp_mpa_req_init(&conn->pol, &conn->req);
+	conn->req.pdata = conn->own_pd_len ? conn->own_pd : NULL;
+	conn->req.pd_len = conn->own_pd_len;
+	iwarp_conn_set_state(conn, IWARP_CM_STATE_CONNECTING);
+	pr_debug("cm %u: the Enhanced Initiate refused: the plain one\n", conn->id);
+	return true;
+}
+
+/*
  * An active session's setup (cm_work): an association, a stream, the
  * Initiate, then the answer rx_work records: Accept (RTS), Reject
- * (REJECTED with its private data), Terminate (UNREACHABLE, ECONNREFUSED).
+ * (REJECTED with its private data), Terminate (UNREACHABLE, ECONNREFUSED;
+ * after an Enhanced Initiate maybe the plain one first).
  */
 void iwarp_sctp_session_work(struct iwarp_conn *conn)
 {
@@ -383,6 +426,11 @@ void iwarp_sctp_session_work(struct iwarp_conn *conn)
 			conn->res.peer_reject = true;
 			err = -ECONNREFUSED;
 			goto fail;
+		}
+		if (answer == IWP_SCTP_TERMINATE && iwarp_sctp_retry_plain(conn)) {
+			conn->mpa_step = IWARP_MPA_CONNECT;
+			iwarp_cm_kick(conn);	/* a stream now, not at the deadline */
+			return;
 		}
 		if (answer != IWP_SCTP_ACCEPT) {
 			err = -ECONNREFUSED;
@@ -702,6 +750,8 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		 * (drain), the other at once.
 		 */
 		mutex_lock(&a->rx_mutex);
+		/* Its answer may still come, for the stream alone (iwarp_sctp_ctl_rx()). */
+		s->abandoned = !s->answered && s->state == IWARP_SLOT_INITIATE_SENT;
 		if (s->answered)
 			state = IWARP_SLOT_FREE;
 		else if (!s->peer_term || s->state == IWARP_SLOT_INITIATE_SENT)
@@ -758,6 +808,7 @@ static void iwarp_sctp_quarantine_rx(struct iwarp_assoc *a, struct iwarp_sctp_sl
 		return;
 	iwarp_sctp_late_free(s->late);
 	s->late = NULL;
+	s->abandoned = false;
 	s->state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
 	a->rx_dry = true;
 	a->rx_requests = true;	/* a Dial may wait for it */
@@ -809,15 +860,20 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 		return;
 	case IWP_SCTP_ACCEPT:
 	case IWP_SCTP_REJECT:
-		if (!conn && s->state == IWARP_SLOT_QUARANTINE && !c->ssn) {
+		if (!conn && s->state == IWARP_SLOT_QUARANTINE && s->abandoned && !c->ssn) {
 			/* The answer to an Initiate we gave up on (Dial timeout). */
+			s->abandoned = false;
 			if (iwp_sctp_func_base(c->func) == IWP_SCTP_REJECT) {
 				s->state = IWARP_SLOT_FREE;
 				iwarp_sctp_late_free(s->late);
 				s->late = NULL;
 				a->rx_requests = true;
 			} else {
-				s->term_owed = true;	/* then its Terminate frees it */
+				/*
+				 * Then its Terminate frees it, once what it
+				 * sent before came (s->late, from DDP-SSN 1).
+				 */
+				s->term_owed = true;
 				s->term_ssn = 1;
 				a->rx_requests = true;
 			}
@@ -871,7 +927,15 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 				s->state = IWARP_SLOT_FREE;
 				a->rx_requests = true;
 			} else if (s->state == IWARP_SLOT_QUARANTINE) {
-				/* Both Terminates went; what it overtook may not have. */
+				/*
+				 * Both Terminates went; what it overtook may not
+				 * have. Answering our abandoned Initiate (SSN 0),
+				 * it ends a session that never had data.
+				 */
+				if (s->abandoned && !c->ssn) {
+					iwarp_sctp_late_free(s->late);
+					s->late = NULL;
+				}
 				iwarp_sctp_quarantine_rx(a, s, c);
 			} else {
 				a->rx_dropped++;	/* no session to end */

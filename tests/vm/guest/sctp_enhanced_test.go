@@ -87,6 +87,8 @@ func TestSCTPEnhanced(t *testing.T) {
 		{"initiator-ird-too-small", enhInitiatorIRD},
 		{"initiator-ord-lowered", enhInitiatorORD},
 		{"initiator-p2p-read-rtr", enhInitiatorRTR},
+		{"initiator-falls-back-to-plain", enhInitiatorFallback},
+		{"initiator-abandoned-then-refused", enhInitiatorAbandoned},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -251,8 +253,10 @@ func enhResponderWords(t *testing.T, tp *Topology) {
 
 // enhResponderRTR: a raw peer asks for peer-to-peer mode offering the
 // Write and Read RTRs; our Enhanced Accept echoes A and takes the Write.
-// Our session is established only once the zero-length Write comes
-// (SSN 1), and a Send after it is received.
+// A Send (DDP-SSN 3) and a Write (2) that overtake the RTR wait for it;
+// our session is established only once the zero-length Write comes
+// (DDP-SSN 1), and then both take effect, the Send in the receive posted
+// first.
 func enhResponderRTR(t *testing.T, tp *Topology) {
 	tg := newHostileTarget(t, tp, 64<<10)
 	p := dialHostile(t, tg)
@@ -275,6 +279,13 @@ func enhResponderRTR(t *testing.T, tp *Topology) {
 	tg.awaitSession(t, p.addr, 1, "waiting for the RTR", func(c ctl.CM, ok bool) bool {
 		return ok && c.State != ctl.CMEstablished
 	})
+	written := []byte("written ahead of the RTR")
+	p.segment(t, 1, 3, sendSeg(1, []byte("sent ahead of the RTR")))
+	p.segment(t, 1, 2, wire.Segment{Tagged: true, Last: true, DV: wire.DDPVersion, RV: wire.RDMAPVersion,
+		Opcode: wire.OpWrite, STag: tg.e.mr.STag(), TO: tg.e.mr.Addr() + 8192, Payload: written})
+	tg.awaitSession(t, p.addr, 1, "waiting for the RTR, what overtook it kept", func(c ctl.CM, ok bool) bool {
+		return ok && c.State != ctl.CMEstablished && c.RxOOO == 2
+	})
 	p.segment(t, 1, 1, wire.Segment{Tagged: true, Last: true, DV: wire.DDPVersion, RV: wire.RDMAPVersion,
 		Opcode: wire.OpWrite, STag: 1})
 	tg.awaitSession(t, p.addr, 1, "established by the RTR", func(c ctl.CM, ok bool) bool {
@@ -283,11 +294,22 @@ func enhResponderRTR(t *testing.T, tp *Topology) {
 	if err := <-acc; err != nil {
 		t.Fatalf("accept: %v", err)
 	}
-	p.segment(t, 1, 2, sendSeg(1, []byte("after the RTR")))
+	if rc := tg.e.wait(t, 1, hostileWait)[0]; rc.Status != userlib.StatusSuccess || rc.WRID != 1 ||
+		string(tg.e.buf[:rc.ByteLen]) != "sent ahead of the RTR" {
+		t.Fatalf("the Send that overtook the RTR: %+v", rc)
+	}
+	if !bytes.Equal(tg.e.buf[8192:8192+len(written)], written) {
+		t.Fatalf("the Write that overtook the RTR placed %q", tg.e.buf[8192:8192+len(written)])
+	}
+	if err := postRecvs(tg.e, 1, 4096)(); err != nil {
+		t.Fatal(err)
+	}
+	p.segment(t, 1, 4, sendSeg(2, []byte("after the RTR")))
 	if rc := tg.e.wait(t, 1, hostileWait)[0]; rc.Status != userlib.StatusSuccess || rc.WRID != 1 ||
 		string(tg.e.buf[:rc.ByteLen]) != "after the RTR" {
 		t.Fatalf("the Send after the RTR: %+v", rc)
 	}
+	tg.e.checkGuards(t)
 	p.finish(t, tg)
 }
 
@@ -423,5 +445,74 @@ func enhInitiatorRTR(t *testing.T, tp *Topology) {
 	g := p.expectSegment(t, m.sid, 1, "the Read RTR")
 	if g.Tagged || g.Opcode != wire.OpReadRequest || g.ReadReq.Size != 0 {
 		t.Fatalf("our first segment: %+v; want a zero-length Read Request", g)
+	}
+}
+
+// enhInitiatorFallback: a peer of RFC 5043 alone refuses the Enhanced
+// Initiate with a Terminate (DDP-SSN 0). A Dial that left the revision at
+// its default then sends the plain Initiate (RFC 6581 10 lets the
+// initiator fall back) and its session runs without RFC 6581; one that
+// asked for revision 2 fails with ECONNREFUSED and sends nothing more.
+func enhInitiatorFallback(t *testing.T, tp *Topology) {
+	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
+	addr, accept := hostileRawListener(t, tp, 16)
+	dial := enhDial(e.qp, addr, userlib.ConnParams{PrivateData: []byte("default")})
+	p := accept()
+	m := p.next(t)
+	enhChunk(t, m, m.sid, 0, wire.FuncEnhancedInitiate)
+	p.control(t, m.sid, 0, wire.FuncTerminate, nil)
+	m = p.next(t)
+	if c := enhChunk(t, m, m.sid, 0, wire.FuncInitiate); string(c.PrivateData) != "default" {
+		t.Fatalf("the plain Initiate carries %q", c.PrivateData)
+	}
+	p.control(t, m.sid, 0, wire.FuncAccept, nil)
+	if err := <-dial; err != nil {
+		t.Fatalf("the Dial after the fallback: %v", err)
+	}
+	if s := enhSession(t, tp.A, e.qp); s.Flags&ctl.ConnEnhanced != 0 || s.State != ctl.CMEstablished {
+		t.Fatalf("our session: %+v; want it established without RFC 6581", s)
+	}
+
+	qp := sctpQP(t, e)
+	dial = enhDial(qp, addr, userlib.ConnParams{PrivateData: []byte("rev 2"), MPA: &userlib.MPAParams{Rev: 2}})
+	m = p.next(t)
+	enhChunk(t, m, m.sid, 0, wire.FuncEnhancedInitiate)
+	p.control(t, m.sid, 0, wire.FuncTerminate, nil)
+	if err := <-dial; !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a revision 2 Dial refused: %v, want ECONNREFUSED", err)
+	}
+	dial = enhDial(sctpQP(t, e), addr, userlib.ConnParams{PrivateData: []byte("next")})
+	m = p.next(t)
+	if c := enhChunk(t, m, m.sid, 0, wire.FuncEnhancedInitiate); string(c.PrivateData) != "next" {
+		t.Fatalf("peer read %v; want the next Dial's Initiate, no retry of the revision 2 one", m)
+	}
+	p.enhAccept(t, m.sid, wire.RDMAConnData{IRD: 16, ORD: 16})
+	if err := <-dial; err != nil {
+		t.Fatalf("the next Dial: %v", err)
+	}
+}
+
+// enhInitiatorAbandoned: a Dial gives up on an unanswered Initiate (its
+// stream quarantined, 2.3); the peer's Terminate with DDP-SSN 0 then
+// refuses it, which frees the stream: with one stream, the next Dial gets
+// it.
+func enhInitiatorAbandoned(t *testing.T, tp *Topology) {
+	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
+	addr, accept := hostileRawListener(t, tp, 1)
+	dial := enhDial(e.qp, addr, userlib.ConnParams{PrivateData: []byte("first"), Timeout: time.Second})
+	p := accept()
+	enhChunk(t, p.next(t), 0, 0, wire.FuncEnhancedInitiate)
+	if err := <-dial; !errors.Is(err, syscall.ETIMEDOUT) {
+		t.Fatalf("the unanswered Dial: %v, want ETIMEDOUT", err)
+	}
+	p.control(t, 0, 0, wire.FuncTerminate, nil)
+	dial = enhDial(sctpQP(t, e), addr, userlib.ConnParams{PrivateData: []byte("second")})
+	m := p.next(t)
+	if c := enhChunk(t, m, 0, 0, wire.FuncEnhancedInitiate); string(c.PrivateData) != "second" {
+		t.Fatalf("peer read %v; want the second Dial's Initiate", m)
+	}
+	p.enhAccept(t, 0, wire.RDMAConnData{IRD: 16, ORD: 16})
+	if err := <-dial; err != nil {
+		t.Fatalf("the second Dial: %v", err)
 	}
 }
