@@ -478,6 +478,9 @@ type deathTransport struct {
 	// gaveUp are the reasons a disconnection may carry once the peer
 	// went silent.
 	gaveUp []error
+	// firstTimesOut, if set: one side at least reports this reason (the
+	// side that gives up first cannot have heard from the other).
+	firstTimesOut error
 	// released, if set, waits until the transport holds nothing of a
 	// connection in namespace ns, its context still open.
 	released func(t *testing.T, ns string)
@@ -577,6 +580,7 @@ func deathLinkDown(t *testing.T, over *deathTransport, cut func(*testing.T, *Top
 			over.released(t, ns)
 		}
 	}
+	first := false
 	for _, e := range []struct {
 		name string
 		end  *rdmaEnd
@@ -590,9 +594,13 @@ func deathLinkDown(t *testing.T, over *deathTransport, cut func(*testing.T, *Top
 		if !errors.Is(err, userlib.ErrDisconnected) || !why {
 			t.Fatalf("%s: QP error %v, want ErrDisconnected with one of %v", e.name, err, over.gaveUp)
 		}
+		first = first || over.firstTimesOut == nil || errors.Is(err, over.firstTimesOut)
 		t.Logf("%s: %v", e.name, err)
 		e.end.checkGuards(t)
 		e.end.ctx.Close()
+	}
+	if !first {
+		t.Fatalf("neither side reported %v: the one that gave up first must", over.firstTimesOut)
 	}
 	awaitNothingListed(t, tp.A, deathKillBound)
 	awaitNothingListed(t, tp.B, deathKillBound)

@@ -41,12 +41,14 @@ const sctpDeathPort = 5060
 // times an association's retransmissions and heartbeats from
 // peer_timeout_ms (kmod/sctp_sock.c, which overrides the net.sctp
 // sysctls per socket), so it fails within it; COMM_LOST ends each session
-// with ETIMEDOUT (SCTP-27), as TCP's retransmission limit does: SCTP gave
-// up on a silent peer, no ABORT came. Each side's association is released
-// as soon as it failed, its context still open.
+// (SCTP-27) with ETIMEDOUT, as TCP's retransmission limit does, on the
+// side that gives up first; SCTP then sends an ABORT, which the other side
+// gets (ECONNRESET) before its own limit when the path lets it through
+// (the loss case drops only what A sends).
 var deathSCTP = &deathTransport{
-	params: &userlib.ConnParams{SCTP: &userlib.SCTPParams{}},
-	gaveUp: []error{syscall.ETIMEDOUT},
+	params:        &userlib.ConnParams{SCTP: &userlib.SCTPParams{}},
+	gaveUp:        []error{syscall.ETIMEDOUT, syscall.ECONNRESET},
+	firstTimesOut: syscall.ETIMEDOUT,
 	released: func(t *testing.T, ns string) {
 		t.Helper()
 		awaitSCTPGone(t, ns, deathKillBound, false)
