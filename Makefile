@@ -5,15 +5,21 @@
 
 SHELL := /bin/bash
 GO ?= go
-# The default guest kernel (scripts/kver.sh). Another one, e.g. Debian's 6.12
-# LTS (docs/KERNELS.md): make kmod kmod-debug KVER=$$(sh scripts/k612.sh).
-KVER_DEFAULT := $(shell sh scripts/kver.sh 2>/dev/null)
+# The guest kernel of the VM tests (scripts/kver.sh: the one Debian's
+# linux-image-amd64 points at). `make kmod` builds for the running kernel
+# when its headers are installed, else for that one; another: make kmod
+# kmod-debug KVER=V, e.g. Debian's 6.12 LTS (docs/KERNELS.md). The targets
+# that boot guests build for the guest kernel whatever runs.
+KVER_GUEST := $(shell sh scripts/kver.sh 2>/dev/null)
+KVER_RUNNING := $(shell uname -r)
+KVER_DEFAULT := $(if $(wildcard /lib/modules/$(KVER_RUNNING)/build/Makefile),$(KVER_RUNNING),$(KVER_GUEST))
 KVER ?= $(KVER_DEFAULT)
 KDIR ?= /lib/modules/$(KVER)/build
-# The default kernel's module builds in the tree (kmod/) into build/iwarp.ko;
+GUEST := KVER=$(KVER_GUEST)
+# The guest kernel's module builds in the tree (kmod/) into build/iwarp.ko;
 # another kernel's in a copy of the sources, build/kver/$(KVER)/ (scripts/ksrc.sh),
 # into build/iwarp-$(KVER).ko, where tests/vm looks for it.
-ifeq ($(KVER),$(KVER_DEFAULT))
+ifeq ($(KVER),$(KVER_GUEST))
 KSRC := $(CURDIR)
 KO := build/iwarp
 else
@@ -27,12 +33,13 @@ export CGO_ENABLED := 0
 
 .PHONY: all help deps kmod kmod-debug ksrc go opcheck connrate generate check-generated conformance test test-host \
 	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug \
-	deps-k612 kmod-k612 test-k612
+	deps-k612 kmod-k612 test-k612 install install-check
 
 all: kmod go opcheck connrate
 
 help:
-	@echo "make            build kmod/iwarp.ko (for the guest kernel $(KVER)) and bin/* (with sctpping, the bench's SCTP ping-pong)"
+	@echo "make            build the module for $(KVER) (the running kernel if its headers are installed, else the guest kernel) and bin/*"
+	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it and libcrc32c), iwarpctl, iwarp-perf and bash completion (DESTDIR, PREFIX=/usr/local)"
 	@echo "make deps       install what a fresh Debian 12 machine lacks (apt)"
 	@echo "make kmod kmod-debug sparse KVER=V  the module for another kernel (docs/KERNELS.md)"
 	@echo "make test-k612  Debian's 6.12 LTS installed beside 6.1, the module built for it, VM tests on it"
@@ -61,8 +68,8 @@ kmod-debug:
 # Checks the kernel's headers and, for a kernel other than the default one,
 # brings its copy of the sources up to date.
 ksrc:
-	@test -n "$(KVER)" || { echo "no guest kernel installed: run 'make deps'"; exit 1; }
-	@test -f $(KDIR)/Makefile || { echo "no headers for $(KVER) in $(KDIR)"; exit 1; }
+	@test -n "$(KVER)" || { echo "no kernel headers: install linux-headers-$(KVER_RUNNING) for the running kernel (apt-get install linux-headers-$(KVER_RUNNING)), or run 'make deps' for the guest kernel of the tests"; exit 1; }
+	@test -f $(KDIR)/Makefile || { echo "no headers for $(KVER) in $(KDIR): apt-get install linux-headers-$(KVER)"; exit 1; }
 	@$(if $(filter-out $(CURDIR),$(KSRC)),sh scripts/ksrc.sh $(KSRC))
 
 go:
@@ -120,11 +127,32 @@ test-proto:
 fuzz:
 	$(MAKE) -C tests/proto fuzz FUZZ_TIME=$(or $(FUZZ_TIME),10)
 
+# Installs what a user runs: the module for $(KVER) under updates/ with
+# depmod (so modprobe finds it and the libcrc32c it needs), the tools, and
+# iwarpctl's bash completion. DESTDIR stages it elsewhere.
+PREFIX ?= /usr/local
+install: kmod go
+	$(MAKE) -C $(KDIR) M=$(KSRC) $(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) INSTALL_MOD_DIR=updates modules_install
+	/sbin/depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KVER)
+	install -D -m 0755 $(BIN)/iwarpctl $(DESTDIR)$(PREFIX)/bin/iwarpctl
+	install -D -m 0755 $(BIN)/iwarp-perf $(DESTDIR)$(PREFIX)/bin/iwarp-perf
+	@mkdir -p $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	$(BIN)/iwarpctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/iwarpctl
+
+# `make install` staged in a scratch DESTDIR and checked: the module with
+# the project's version and its dependency on libcrc32c as modinfo reads
+# it, depmod's entry for it, the tools and the completion.
+install-check:
+	@rm -rf build/install-check
+	$(MAKE) -s install DESTDIR=$(CURDIR)/build/install-check
+	@sh scripts/install-check.sh build/install-check $(KVER) $(PREFIX)
+
 # Host tests and VM tests in one `go test` run, so its summary closes the output.
 test: deps
-	$(MAKE) all
-	$(MAKE) kmod-debug
-	$(MAKE) sparse checkpatch
+	$(MAKE) all $(GUEST)
+	$(MAKE) kmod-debug $(GUEST)
+	$(MAKE) sparse checkpatch $(GUEST)
+	$(MAKE) install-check $(GUEST)
 	$(MAKE) test-proto
 	$(MAKE) -C tests/proto fuzz-smoke
 	$(MAKE) vet check-generated
@@ -178,18 +206,18 @@ test-k612: kmod-k612 go opcheck connrate
 # TestStress alone in one guest boot (tests/vm/README.md): STRESS_TIME of
 # racing (a Go duration or seconds; 60 s by default, as in the suite).
 stress:
-	$(MAKE) all
+	$(MAKE) all $(GUEST)
 	IWARP_VM_REQUIRED=1 IWARP_VM_RUN='^TestStress$$' $(if $(STRESS_TIME),IWARP_STRESS_TIME=$(STRESS_TIME)) \
 		$(GO) test -count=1 -timeout 0 -v -run TestVM ./tests/vm/
 
 demo: deps
-	$(MAKE) all
+	$(MAKE) all $(GUEST)
 	$(GO) run ./tests/vm/cmd/vmrun -demo
 
 # One guest boot: iperf3, siw with perftest and iwarp-perf, side by side
 # (tests/vm/bench.sh); the table goes to stdout, the rows to bench/results.json.
 bench: deps
-	$(MAKE) all
+	$(MAKE) all $(GUEST)
 	$(GO) run ./tests/vm/cmd/bench -o bench/results.json $(BENCH_FLAGS)
 
 clean:

@@ -24,6 +24,7 @@
 #define IWARP_SELFTEST_BUILD false
 #endif
 #include "verbs.h"
+#include "version.h"
 
 static int __init iwarp_init(void)
 {
@@ -56,8 +57,8 @@ static int __init iwarp_init(void)
 	if (err)
 		goto err_verbs;
 	iwarp_debugfs_init();
-	pr_info("loaded (genetlink family %s version %d)\n", IWARP_GENL_NAME,
-		IWARP_GENL_VERSION);
+	pr_info("%s loaded (genetlink family %s version %d)\n", IWARP_VERSION,
+		IWARP_GENL_NAME, IWARP_GENL_VERSION);
 	return 0;
 
 err_verbs:
@@ -88,5 +89,6 @@ module_init(iwarp_init);
 module_exit(iwarp_exit);
 
 MODULE_LICENSE("GPL");
+MODULE_VERSION(IWARP_VERSION);
 MODULE_DESCRIPTION("Software iWARP (RDMA over TCP)");
 MODULE_ALIAS_GENL_FAMILY(IWARP_GENL_NAME);

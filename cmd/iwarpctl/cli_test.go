@@ -7,12 +7,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"os"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/iwarp/iwarp/ctl"
+	"github.com/iwarp/iwarp/internal/version"
 )
 
 // fakeClient is an in-memory kernel for the CLI's own tests.
@@ -25,6 +27,8 @@ type fakeClient struct {
 	cqs    []ctl.CQ
 	qps    []ctl.QP
 	cms    []ctl.CM
+	// moduleVersion is the loaded module's ("": not loaded).
+	moduleVersion string
 }
 
 func (f *fakeClient) CMs() ([]ctl.CM, error) { return append([]ctl.CM{}, f.cms...), nil }
@@ -92,7 +96,13 @@ func (f *fakeClient) Monitor(ctx context.Context, fn func(ctl.Event) error) erro
 func runCLI(t *testing.T, f *fakeClient, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb, open: func() (client, error) { return f, nil }}
+	a := &app{stdout: &out, stderr: &errb, open: func() (client, error) { return f, nil },
+		moduleVersion: func() (string, error) {
+			if f.moduleVersion == "" {
+				return "", os.ErrNotExist
+			}
+			return f.moduleVersion, nil
+		}}
 	code := run(a, args)
 	return code, out.String(), errb.String()
 }
@@ -454,3 +464,31 @@ func TestMonitorCM(t *testing.T) {
 const zeroStats = `"stats":{"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,"terminates":[]}`
 
 func ptr[T any](v T) *T { return &v }
+
+// TestVersion: both versions, the warning when the module is of another
+// release, the hint when it is not loaded, -V.
+func TestVersion(t *testing.T) {
+	code, out, errs := runCLI(t, &fakeClient{moduleVersion: version.Version}, "version")
+	want := "iwarpctl " + version.Version + "\nmodule " + version.Version + "\ngenetlink family iwarp version 1\n"
+	if code != 0 || out != want || errs != "" {
+		t.Fatalf("same release: code %d out %q stderr %q", code, out, errs)
+	}
+	code, out, errs = runCLI(t, &fakeClient{moduleVersion: "0.0.1"}, "-j", "version")
+	if code != 0 || !strings.Contains(errs, "warning: iwarpctl "+version.Version+" and module 0.0.1 are of different releases") {
+		t.Fatalf("skew: code %d stderr %q", code, errs)
+	}
+	var v versionInfo
+	if err := json.Unmarshal([]byte(out), &v); err != nil || !v.Skew || v.Module != "0.0.1" || v.Iwarpctl != version.Version {
+		t.Fatalf("skew JSON %q: %+v %v", out, v, err)
+	}
+	code, out, errs = runCLI(t, &fakeClient{}, "version")
+	if code != 0 || !strings.Contains(out, "module not loaded (load it with: modprobe iwarp)") || errs != "" {
+		t.Fatalf("not loaded: code %d out %q stderr %q", code, out, errs)
+	}
+	for _, flag := range []string{"-V", "--version"} {
+		code, out, _ = runCLI(t, &fakeClient{}, flag)
+		if code != 0 || out != "iwarpctl "+version.Version+"\n" {
+			t.Fatalf("%s: code %d out %q", flag, code, out)
+		}
+	}
+}

@@ -21,10 +21,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iwarp/iwarp/ctl"
+	"github.com/iwarp/iwarp/internal/version"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // globalFlags are the options every command sees.
 type globalFlags struct {
@@ -58,6 +56,9 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	open   func() (client, error)
+	// moduleVersion reads the loaded module's version (os.ErrNotExist:
+	// not loaded).
+	moduleVersion func() (string, error)
 }
 
 // client is the part of *ctl.Client the commands use.
@@ -81,8 +82,11 @@ func newRoot(a *app) *cobra.Command {
 		Short:         "Configure and inspect the iwarp software iWARP stack",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version,
+		Version:       version.Version,
 	}
+	// -V as ip -V; cobra's own --version takes it as its shorthand.
+	root.Flags().BoolP("version", "V", false, "print iwarpctl's version")
+	root.SetVersionTemplate("iwarpctl {{.Version}}\n")
 	root.PersistentFlags().BoolVarP(&a.g.JSON, "json", "j", false, "print JSON")
 	root.PersistentFlags().BoolVarP(&a.g.Pretty, "pretty", "p", false, "indent JSON (with -j)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -119,7 +123,7 @@ func run(a *app, args []string) int {
 }
 
 func main() {
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, open: openClient}
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, open: openClient, moduleVersion: version.Module}
 	os.Exit(run(a, os.Args[1:]))
 }
 

@@ -17,6 +17,20 @@ import (
 	"github.com/iwarp/iwarp/netlinkproto"
 )
 
+// MinFamilyVersion is the oldest version of the iwarp family this client
+// works with. The family's version rises only with additions (commands,
+// attributes, enum values); existing ones keep their meaning, and a change
+// that would break a client takes a new family name instead
+// (docs/CONTROL-PLANE.md, Compatibility). So any kernel at this version or
+// later serves this client: it ignores attributes it does not know in
+// replies, and a kernel too old for an attribute it sends refuses it by
+// name (extack).
+const MinFamilyVersion = 1
+
+// ErrFamilyVersion is wrapped by Bind's error when the kernel's family is
+// older than MinFamilyVersion.
+var ErrFamilyVersion = errors.New("iwarp: kernel family too old")
+
 // ErrNotLoaded is wrapped by Bind's error when the iwarp family is not
 // registered (the module is not loaded). It matches os.ErrNotExist.
 var ErrNotLoaded = fmt.Errorf("iwarp kernel module not loaded: %w", os.ErrNotExist)
@@ -92,9 +106,9 @@ func Bind(conn *genetlink.Conn) (*Conn, error) {
 		}
 		return nil, fmt.Errorf("iwarp: resolve family: %w", err)
 	}
-	if f.Version != netlinkproto.FamilyVersion {
-		return nil, fmt.Errorf("iwarp: kernel family version %d, this client speaks %d",
-			f.Version, netlinkproto.FamilyVersion)
+	if f.Version < MinFamilyVersion {
+		return nil, fmt.Errorf("%w: the kernel's is %d, this client needs %d or later (update the module)",
+			ErrFamilyVersion, f.Version, MinFamilyVersion)
 	}
 	return &Conn{Conn: conn, Family: f}, nil
 }

@@ -39,10 +39,18 @@ func TestBind(t *testing.T) {
 		t.Fatalf("missing family: %v", err)
 	}
 
-	old := family
-	old.Version = netlinkproto.FamilyVersion + 1
-	if _, err := Bind(genltest.Dial(genltest.ServeFamily(old, nil))); err == nil {
-		t.Fatal("family of another version accepted")
+	// A later version only added things: served. An older one: refused.
+	newer := family
+	newer.Version = netlinkproto.FamilyVersion + 1
+	c2, err := Bind(genltest.Dial(genltest.ServeFamily(newer, nil)))
+	if err != nil {
+		t.Fatalf("a newer family refused: %v", err)
+	}
+	c2.Close()
+	older := family
+	older.Version = MinFamilyVersion - 1
+	if _, err := Bind(genltest.Dial(genltest.ServeFamily(older, nil))); !errors.Is(err, ErrFamilyVersion) {
+		t.Fatalf("a family older than %d: %v, want ErrFamilyVersion", MinFamilyVersion, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/iwarp/iwarp/ctl"
+	"github.com/iwarp/iwarp/internal/version"
 )
 
 func dmesg(t *testing.T) string {
@@ -20,7 +21,9 @@ func dmesg(t *testing.T) string {
 }
 
 // TestModuleUnloadWithLinks unloads the module while links exist in two
-// namespaces and a monitor listens, then loads it again.
+// namespaces and a monitor listens, then loads it again; `iwarpctl
+// version` says how to load it when it is not, and finds its
+// MODULE_VERSION the project's once it is.
 func TestModuleUnloadWithLinks(t *testing.T) {
 	tp := newTopology(t)
 	a, b := tp.A, tp.B
@@ -50,9 +53,22 @@ func TestModuleUnloadWithLinks(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "not loaded") {
 		t.Fatalf("iwarpctl without the module: exit %d %q", code, errs)
 	}
+	if out, errs, code := iwarpctl(t, "", "version"); code != 0 || errs != "" ||
+		!strings.Contains(out, "module not loaded (load it with: modprobe iwarp)") {
+		t.Fatalf("iwarpctl version without the module: exit %d %q %q", code, out, errs)
+	}
 
 	if err := loadModule(os.Getenv("IWARP_KO")); err != nil {
 		t.Fatal(err)
+	}
+	// MODULE_VERSION is the project's: iwarpctl finds no skew.
+	mv, err := version.Module()
+	if err != nil || mv != version.Version {
+		t.Fatalf("%s: %q %v, want %q", version.SysfsModuleVersion, mv, err, version.Version)
+	}
+	if out, errs, code := iwarpctl(t, "", "version"); code != 0 || errs != "" ||
+		!strings.Contains(out, "module "+version.Version+"\n") {
+		t.Fatalf("iwarpctl version: exit %d %q %q", code, out, errs)
 	}
 	for _, ns := range []string{a, b} {
 		if out, _, _ := iwarpctl(t, ns, "link", "show"); out != "" {

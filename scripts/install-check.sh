@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Checks what `make install DESTDIR=D` staged in D (Makefile install-check):
+# the module for KVER under updates/ with the project's version and its
+# dependency on libcrc32c (modinfo), depmod's entry for it, the tools
+# (which print the same version) and iwarpctl's bash completion.
+#
+#   install-check.sh D KVER PREFIX
+set -eu
+d=$1 kver=$2 prefix=$3
+top=$(cd "$(dirname "$0")/.." && pwd)
+want=$(cat "$top/VERSION")
+fail() { echo "install-check: $*" >&2; exit 1; }
+
+mods="$d/lib/modules/$kver"
+ko=$(cd "$mods" && find updates -name iwarp.ko | head -n1)
+[ -n "$ko" ] || fail "no iwarp.ko under $mods/updates"
+ver=$(/sbin/modinfo -F version "$mods/$ko")
+[ "$ver" = "$want" ] || fail "modinfo version '$ver', VERSION '$want'"
+/sbin/modinfo -F depends "$mods/$ko" | tr ',' '\n' | grep -qx libcrc32c ||
+	fail "modinfo depends '$(/sbin/modinfo -F depends "$mods/$ko")' lacks libcrc32c (modprobe would not load it first)"
+grep -q "^$ko:" "$mods/modules.dep" || fail "depmod wrote no entry for $ko in modules.dep"
+for t in iwarpctl iwarp-perf; do
+	[ -x "$d$prefix/bin/$t" ] || fail "$prefix/bin/$t not installed"
+done
+v=$("$d$prefix/bin/iwarpctl" -V)
+[ "$v" = "iwarpctl $want" ] || fail "iwarpctl -V says '$v'"
+grep -q 'iwarpctl' "$d$prefix/share/bash-completion/completions/iwarpctl" ||
+	fail "no bash completion for iwarpctl"
+echo "install-check: $ko ($ver, needs libcrc32c) in modules.dep, iwarpctl, iwarp-perf and the completion staged for $kver"
