@@ -39,7 +39,7 @@ all: kmod go opcheck connrate
 
 help:
 	@echo "make            build the module for $(KVER) (the running kernel if its headers are installed, else the guest kernel) and bin/*"
-	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it and libcrc32c), iwarpctl, iwarp-perf and bash completion (DESTDIR, PREFIX=/usr/local)"
+	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it and libcrc32c), iwarpctl, iwarp-perf, bash completion, the iwarp systemd unit and /etc/iwarp/iwarp.conf (DESTDIR, PREFIX=/usr/local)"
 	@echo "make deps       install what a fresh Debian 12 machine lacks (apt)"
 	@echo "make kmod kmod-debug sparse KVER=V  the module for another kernel (docs/KERNELS.md)"
 	@echo "make test-k612  Debian's 6.12 LTS installed beside 6.1, the module built for it, VM tests on it"
@@ -128,8 +128,9 @@ fuzz:
 	$(MAKE) -C tests/proto fuzz FUZZ_TIME=$(or $(FUZZ_TIME),10)
 
 # Installs what a user runs: the module for $(KVER) under updates/ with
-# depmod (so modprobe finds it and the libcrc32c it needs), the tools, and
-# iwarpctl's bash completion. DESTDIR stages it elsewhere.
+# depmod (so modprobe finds it and the libcrc32c it needs), the tools,
+# iwarpctl's bash completion, and the iwarp systemd unit with an example
+# /etc/iwarp/iwarp.conf (kept if one exists). DESTDIR stages it elsewhere.
 PREFIX ?= /usr/local
 install: kmod go
 	$(MAKE) -C $(KDIR) M=$(KSRC) $(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) INSTALL_MOD_DIR=updates modules_install
@@ -138,6 +139,11 @@ install: kmod go
 	install -D -m 0755 $(BIN)/iwarp-perf $(DESTDIR)$(PREFIX)/bin/iwarp-perf
 	@mkdir -p $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	$(BIN)/iwarpctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/iwarpctl
+	install -D -m 0644 docs/INSTALL.md $(DESTDIR)$(PREFIX)/share/doc/iwarp/INSTALL.md
+	@mkdir -p $(DESTDIR)/etc/systemd/system
+	sed 's|@PREFIX@|$(PREFIX)|g' dist/iwarp.service > $(DESTDIR)/etc/systemd/system/iwarp.service
+	@# The configuration is the administrator's: an example only where there is none.
+	test -e $(DESTDIR)/etc/iwarp/iwarp.conf || install -D -m 0644 dist/iwarp.conf $(DESTDIR)/etc/iwarp/iwarp.conf
 
 # `make install` staged in a scratch DESTDIR and checked: the module with
 # the project's version and its dependency on libcrc32c as modinfo reads

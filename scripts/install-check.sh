@@ -3,7 +3,8 @@
 # Checks what `make install DESTDIR=D` staged in D (Makefile install-check):
 # the module for KVER under updates/ with the project's version and its
 # dependency on libcrc32c (modinfo), depmod's entry for it, the tools
-# (which print the same version) and iwarpctl's bash completion.
+# (which print the same version), iwarpctl's bash completion, the systemd
+# unit and the example configuration (which iwarpctl -b runs).
 #
 #   install-check.sh D KVER PREFIX
 set -eu
@@ -27,4 +28,12 @@ v=$("$d$prefix/bin/iwarpctl" -V)
 [ "$v" = "iwarpctl $want" ] || fail "iwarpctl -V says '$v'"
 grep -q 'iwarpctl' "$d$prefix/share/bash-completion/completions/iwarpctl" ||
 	fail "no bash completion for iwarpctl"
-echo "install-check: $ko ($ver, needs libcrc32c) in modules.dep, iwarpctl, iwarp-perf and the completion staged for $kver"
+unit="$d/etc/systemd/system/iwarp.service"
+grep -qx "ExecStartPre=/sbin/modprobe iwarp" "$unit" || fail "the unit does not load the module"
+grep -qx "ExecStart=$prefix/bin/iwarpctl -b /etc/iwarp/iwarp.conf" "$unit" ||
+	fail "the unit does not run $prefix/bin/iwarpctl -b /etc/iwarp/iwarp.conf"
+! grep -q '@PREFIX@' "$unit" || fail "the unit still has @PREFIX@"
+[ -f "$d/etc/iwarp/iwarp.conf" ] || fail "no /etc/iwarp/iwarp.conf"
+# The example configuration is a valid batch (comments only) for the tool.
+"$d$prefix/bin/iwarpctl" -b "$d/etc/iwarp/iwarp.conf" || fail "the example configuration does not run"
+echo "install-check: $ko ($ver, needs libcrc32c) in modules.dep, iwarpctl, iwarp-perf, the completion and the iwarp unit staged for $kver"

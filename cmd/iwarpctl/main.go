@@ -3,12 +3,14 @@
 // Command iwarpctl configures the iwarp kernel module and shows its state.
 //
 //	iwarpctl [-j [-p]] OBJECT [COMMAND [ARGS]]
+//	iwarpctl [-j [-p]] [-force] -b FILE
 //
 // The grammar follows iproute2: OBJECT is link, mr, cq, qp, cm, stats,
 // monitor, decode or version;
 // show is the default command and list its alias. Errors are one line on
 // stderr: a kernel rejection (with the kernel's message) exits 1, a usage
-// error exits 2.
+// error exits 2. -b runs the commands of FILE ("-" for stdin), one per
+// line, as ip -b does: the first failure ends the batch (batch.go).
 package main
 
 import (
@@ -55,6 +57,7 @@ type app struct {
 	g      globalFlags
 	stdout io.Writer
 	stderr io.Writer
+	stdin  io.Reader // a batch from "-b -"
 	open   func() (client, error)
 	// moduleVersion reads the loaded module's version (os.ErrNotExist:
 	// not loaded).
@@ -80,6 +83,14 @@ func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "iwarpctl",
 		Short:         "Configure and inspect the iwarp software iWARP stack",
+		Long: `Configure and inspect the iwarp software iWARP stack.
+
+  iwarpctl [-j [-p]] OBJECT [COMMAND [ARGS]]
+  iwarpctl [-j [-p]] [-force] -b FILE
+
+-b FILE runs the iwarpctl commands of FILE ("-" for stdin), one per line
+as on the command line, # starting a comment; the first that fails ends
+the batch, naming its line, unless -force.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Version,
@@ -123,8 +134,22 @@ func run(a *app, args []string) int {
 }
 
 func main() {
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, open: openClient, moduleVersion: version.Module}
-	os.Exit(run(a, os.Args[1:]))
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, open: openClient,
+		moduleVersion: version.Module}
+	os.Exit(runArgs(a, os.Args[1:]))
+}
+
+// runArgs runs one command, or with -b a batch of them (batch.go).
+func runArgs(a *app, args []string) int {
+	b, global, ok, err := splitBatch(args)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "iwarpctl: %v\n", err)
+		return 2
+	}
+	if !ok {
+		return run(a, args)
+	}
+	return runBatch(a, b, global)
 }
 
 func openClient() (client, error) {
