@@ -35,6 +35,7 @@ type osClient interface {
 	CQs() ([]CQ, error)
 	QPs() ([]QP, error)
 	CMs() ([]CM, error)
+	Dev() (*Dev, error)
 	Monitor(ctx context.Context, fn func(Event) error) error
 }
 

@@ -203,3 +203,18 @@ func (c *linuxClient) Monitor(ctx context.Context, fn func(Event) error) error {
 		}
 	}
 }
+
+func (c *linuxClient) Dev() (*Dev, error) {
+	msgs, err := c.execute("dev show", netlinkproto.CmdDevGet, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("dev show: no reply")
+	}
+	d, err := genl.ParseDev(msgs[0].Data)
+	if err != nil {
+		return nil, fmt.Errorf("dev show: %w", err)
+	}
+	return &d, nil
+}

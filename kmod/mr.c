@@ -26,7 +26,6 @@
 #include "pd.h"
 #include "verbs.h"
 
-#define IWARP_MR_MAX_INDEX	((1U << 24) - 1)
 /* Pages pinned per call, so that a long registration can reschedule. */
 #define IWARP_MR_PIN_BATCH	512UL
 

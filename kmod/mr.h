@@ -33,6 +33,8 @@ struct page;
 
 /* Longest region: 256 GiB (its page array then takes 512 MiB). */
 #define IWARP_MR_MAX_LENGTH	BIT_ULL(38)
+/* STag indexes (the STag's upper 24 bits): the module's MRs at most */
+#define IWARP_MR_MAX_INDEX	((1U << 24) - 1)
 
 struct iwarp_mr {
 	refcount_t ref;			/* registration + iwarp_mr_get() users */

@@ -492,6 +492,97 @@ static int iwarp_nla_validate(const struct nlattr *nla, struct netlink_ext_ack *
 			return -EINVAL;
 		}
 		return 0;
+	case IWARP_A_DEV_VERSION:
+		switch (iwarp_nla_string(nla, 63)) {
+		case IWARP_NLA_STR_OK:
+			return 0;
+		case IWARP_NLA_STR_EMPTY:
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_VERSION: empty");
+			return -EINVAL;
+		case IWARP_NLA_STR_LONG:
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_VERSION: longer than 63 bytes");
+			return -ENAMETOOLONG;
+		case IWARP_NLA_STR_NUL:
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_VERSION: contains a NUL byte");
+			return -EINVAL;
+		}
+		return -EINVAL;
+	case IWARP_A_DEV_ABI_VERSION:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_ABI_VERSION: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_QP_WR:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_QP_WR: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_CQE:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_CQE: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_SEND_SGE:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_SEND_SGE: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_RECV_SGE:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_RECV_SGE: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_INLINE:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_INLINE: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_MR_SIZE:
+		if (nla_len(nla) != 8) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_MR_SIZE: must be a u64 (8 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_IRD:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_IRD: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_ORD:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_ORD: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_OBJ:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_OBJ: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_MAX_MR:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_MAX_MR: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		return 0;
+	case IWARP_A_DEV_CAPS:
+		if (nla_len(nla) != 4) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_CAPS: must be a u32 (4 bytes)");
+			return -EINVAL;
+		}
+		if (nla_get_u32(nla) & ~__IWARP_DEV_CAPS_F_ALL) {
+			NL_SET_ERR_MSG_ATTR(extack, nla, "IWARP_A_DEV_CAPS: unknown flag bits");
+			return -EOPNOTSUPP;
+		}
+		return 0;
 	}
 	return 0;
 }
@@ -634,6 +725,9 @@ static const struct nla_policy iwarp_disconnect_policy[IWARP_A_MAX + 1] = {
 };
 
 static const struct nla_policy iwarp_cm_get_policy[IWARP_A_MAX + 1] = {
+};
+
+static const struct nla_policy iwarp_dev_get_policy[IWARP_A_MAX + 1] = {
 };
 
 static int iwarp_nl_pre_doit(const struct genl_split_ops *ops,
@@ -979,6 +1073,12 @@ static const struct genl_ops iwarp_nl_ops[] = {
 		.cmd = IWARP_CMD_CM_GET,
 		.dumpit = iwarp_nl_cm_get_dumpit,
 		.policy = iwarp_cm_get_policy,
+		.maxattr = IWARP_A_MAX,
+	},
+	{
+		.cmd = IWARP_CMD_DEV_GET,
+		.doit = iwarp_nl_dev_get_doit,
+		.policy = iwarp_dev_get_policy,
 		.maxattr = IWARP_A_MAX,
 	},
 };

@@ -39,5 +39,6 @@ int iwarp_nl_accept_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_reject_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_disconnect_doit(struct sk_buff *skb, struct genl_info *info);
 int iwarp_nl_cm_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb);
+int iwarp_nl_dev_get_doit(struct sk_buff *skb, struct genl_info *info);
 
 #endif /* _IWARP_NL_GEN_H */

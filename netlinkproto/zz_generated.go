@@ -41,7 +41,8 @@ const (
 	CmdReject      uint8 = 20 // IWARP_CMD_REJECT
 	CmdDisconnect  uint8 = 21 // IWARP_CMD_DISCONNECT
 	CmdCMGet       uint8 = 22 // IWARP_CMD_CM_GET
-	CmdMax         uint8 = 22
+	CmdDevGet      uint8 = 23 // IWARP_CMD_DEV_GET
+	CmdMax         uint8 = 23
 )
 
 // Attributes (enum iwarp_attr).
@@ -112,7 +113,20 @@ const (
 	AttrStatRXOooPlaced uint16 = 63 // IWARP_A_STAT_RX_OOO_PLACED
 	AttrCMSctpLaddrs    uint16 = 64 // IWARP_A_CM_SCTP_LADDRS
 	AttrStatRXKept      uint16 = 65 // IWARP_A_STAT_RX_KEPT
-	AttrMax             uint16 = 65
+	AttrDevVersion      uint16 = 66 // IWARP_A_DEV_VERSION
+	AttrDevAbiVersion   uint16 = 67 // IWARP_A_DEV_ABI_VERSION
+	AttrDevMaxQPWr      uint16 = 68 // IWARP_A_DEV_MAX_QP_WR
+	AttrDevMaxCqe       uint16 = 69 // IWARP_A_DEV_MAX_CQE
+	AttrDevMaxSendSge   uint16 = 70 // IWARP_A_DEV_MAX_SEND_SGE
+	AttrDevMaxRecvSge   uint16 = 71 // IWARP_A_DEV_MAX_RECV_SGE
+	AttrDevMaxInline    uint16 = 72 // IWARP_A_DEV_MAX_INLINE
+	AttrDevMaxMRSize    uint16 = 73 // IWARP_A_DEV_MAX_MR_SIZE
+	AttrDevMaxIRD       uint16 = 74 // IWARP_A_DEV_MAX_IRD
+	AttrDevMaxORD       uint16 = 75 // IWARP_A_DEV_MAX_ORD
+	AttrDevMaxObj       uint16 = 76 // IWARP_A_DEV_MAX_OBJ
+	AttrDevMaxMR        uint16 = 77 // IWARP_A_DEV_MAX_MR
+	AttrDevCaps         uint16 = 78 // IWARP_A_DEV_CAPS
+	AttrMax             uint16 = 78
 )
 
 // LinkState: Operational state of a link, derived from its netdev. (enum iwarp_link_state).
@@ -155,6 +169,16 @@ const (
 	RTRRead  uint32 = 1 // IWARP_RTR_READ
 	RTRSend  uint32 = 2 // IWARP_RTR_SEND
 	RTRMax   uint32 = 2
+)
+
+// DevCapsFlags: What the module can do, beyond RDMAP, DDP and MPA (dev-get). (enum iwarp_dev_caps_flags).
+const (
+	DevCapsFRFC7306    uint32 = 1 << 0 // IWARP_DEV_CAPS_F_RFC7306
+	DevCapsFMPACRC     uint32 = 1 << 1 // IWARP_DEV_CAPS_F_MPA_CRC
+	DevCapsFMPAMarkers uint32 = 1 << 2 // IWARP_DEV_CAPS_F_MPA_MARKERS
+	DevCapsFP2P        uint32 = 1 << 3 // IWARP_DEV_CAPS_F_P2P
+	DevCapsFSctp       uint32 = 1 << 4 // IWARP_DEV_CAPS_F_SCTP
+	DevCapsFAll        uint32 = 1<<5 - 1
 )
 
 // ConnFlags: Negotiated MPA parameters of a connection. (enum iwarp_conn_flags).
@@ -284,6 +308,19 @@ var AttrNames = map[uint16]string{
 	63: "IWARP_A_STAT_RX_OOO_PLACED",
 	64: "IWARP_A_CM_SCTP_LADDRS",
 	65: "IWARP_A_STAT_RX_KEPT",
+	66: "IWARP_A_DEV_VERSION",
+	67: "IWARP_A_DEV_ABI_VERSION",
+	68: "IWARP_A_DEV_MAX_QP_WR",
+	69: "IWARP_A_DEV_MAX_CQE",
+	70: "IWARP_A_DEV_MAX_SEND_SGE",
+	71: "IWARP_A_DEV_MAX_RECV_SGE",
+	72: "IWARP_A_DEV_MAX_INLINE",
+	73: "IWARP_A_DEV_MAX_MR_SIZE",
+	74: "IWARP_A_DEV_MAX_IRD",
+	75: "IWARP_A_DEV_MAX_ORD",
+	76: "IWARP_A_DEV_MAX_OBJ",
+	77: "IWARP_A_DEV_MAX_MR",
+	78: "IWARP_A_DEV_CAPS",
 }
 
 // CNames maps every C constant of uapi/iwarp.h to its value; tests compare it with the header.
@@ -310,6 +347,7 @@ var CNames = map[string]uint64{
 	"IWARP_CMD_REJECT":                     20,
 	"IWARP_CMD_DISCONNECT":                 21,
 	"IWARP_CMD_CM_GET":                     22,
+	"IWARP_CMD_DEV_GET":                    23,
 	"IWARP_A_LINK_INDEX":                   1,
 	"IWARP_A_LINK_NAME":                    2,
 	"IWARP_A_LINK_IFINDEX":                 3,
@@ -375,6 +413,19 @@ var CNames = map[string]uint64{
 	"IWARP_A_STAT_RX_OOO_PLACED":           63,
 	"IWARP_A_CM_SCTP_LADDRS":               64,
 	"IWARP_A_STAT_RX_KEPT":                 65,
+	"IWARP_A_DEV_VERSION":                  66,
+	"IWARP_A_DEV_ABI_VERSION":              67,
+	"IWARP_A_DEV_MAX_QP_WR":                68,
+	"IWARP_A_DEV_MAX_CQE":                  69,
+	"IWARP_A_DEV_MAX_SEND_SGE":             70,
+	"IWARP_A_DEV_MAX_RECV_SGE":             71,
+	"IWARP_A_DEV_MAX_INLINE":               72,
+	"IWARP_A_DEV_MAX_MR_SIZE":              73,
+	"IWARP_A_DEV_MAX_IRD":                  74,
+	"IWARP_A_DEV_MAX_ORD":                  75,
+	"IWARP_A_DEV_MAX_OBJ":                  76,
+	"IWARP_A_DEV_MAX_MR":                   77,
+	"IWARP_A_DEV_CAPS":                     78,
 	"IWARP_LINK_STATE_DOWN":                0,
 	"IWARP_LINK_STATE_UP":                  1,
 	"IWARP_EVENT_REASON_NONE":              0,
@@ -397,6 +448,11 @@ var CNames = map[string]uint64{
 	"IWARP_RTR_WRITE":                      0,
 	"IWARP_RTR_READ":                       1,
 	"IWARP_RTR_SEND":                       2,
+	"IWARP_DEV_CAPS_F_RFC7306":             1,
+	"IWARP_DEV_CAPS_F_MPA_CRC":             2,
+	"IWARP_DEV_CAPS_F_MPA_MARKERS":         4,
+	"IWARP_DEV_CAPS_F_P2P":                 8,
+	"IWARP_DEV_CAPS_F_SCTP":                16,
 	"IWARP_CONN_F_CRC":                     1,
 	"IWARP_CONN_F_MARKERS_TX":              2,
 	"IWARP_CONN_F_MARKERS_RX":              4,

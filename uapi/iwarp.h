@@ -140,6 +140,27 @@ enum iwarp_rtr {
 #define IWARP_RTR_MAX (__IWARP_RTR_MAX - 1)
 
 /**
+ * enum iwarp_dev_caps_flags - What the module can do, beyond RDMAP, DDP and
+ *   MPA (dev-get).
+ * @IWARP_DEV_CAPS_F_RFC7306: RFC 7306 atomics and Immediate Data (per
+ *   connection, with the rfc7306 flag).
+ * @IWARP_DEV_CAPS_F_MPA_CRC: MPA CRC32c.
+ * @IWARP_DEV_CAPS_F_MPA_MARKERS: MPA markers, both directions.
+ * @IWARP_DEV_CAPS_F_P2P: RFC 6581 peer-to-peer mode, every RTR.
+ * @IWARP_DEV_CAPS_F_SCTP: DDP over SCTP (RFC 5043) when the kernel's SCTP can
+ *   be loaded.
+ */
+enum iwarp_dev_caps_flags {
+	IWARP_DEV_CAPS_F_RFC7306 = 1U << 0,
+	IWARP_DEV_CAPS_F_MPA_CRC = 1U << 1,
+	IWARP_DEV_CAPS_F_MPA_MARKERS = 1U << 2,
+	IWARP_DEV_CAPS_F_P2P = 1U << 3,
+	IWARP_DEV_CAPS_F_SCTP = 1U << 4,
+
+	__IWARP_DEV_CAPS_F_ALL = (1U << 5) - 1,
+};
+
+/**
  * enum iwarp_conn_flags - Negotiated MPA parameters of a connection.
  * @IWARP_CONN_F_CRC: CRC32c is on in both directions.
  * @IWARP_CONN_F_MARKERS_TX: This side inserts markers (the peer asked).
@@ -407,6 +428,26 @@ enum iwarp_qp_state {
  *   arrived ahead of the DDP-SSN frontier (copies, and headers of segments
  *   placed early), each charged 64 more; at most 4 MiB, beyond which the
  *   session fails. Read only.
+ * @IWARP_A_DEV_VERSION: string, at most 63 bytes. The module's release
+ *   (MODULE_VERSION, the project's VERSION). Read only.
+ * @IWARP_A_DEV_ABI_VERSION: u32. IWARP_ABI_VERSION of /dev/iwarp (rings,
+ *   events). Read only.
+ * @IWARP_A_DEV_MAX_QP_WR: u32. Largest SQ and RQ (work requests). Read only.
+ * @IWARP_A_DEV_MAX_CQE: u32. Largest CQ (entries). Read only.
+ * @IWARP_A_DEV_MAX_SEND_SGE: u32. SGEs of a send work request. Read only.
+ * @IWARP_A_DEV_MAX_RECV_SGE: u32. SGEs of a receive work request. Read only.
+ * @IWARP_A_DEV_MAX_INLINE: u32. Octets of inline payload of a send work
+ *   request. Read only.
+ * @IWARP_A_DEV_MAX_MR_SIZE: u64. Largest memory region (octets). Read only.
+ * @IWARP_A_DEV_MAX_IRD: u32. Largest IRD (inbound RDMA Read and atomic
+ *   requests per QP). Read only.
+ * @IWARP_A_DEV_MAX_ORD: u32. Largest ORD (outbound). Read only.
+ * @IWARP_A_DEV_MAX_OBJ: u32. Largest number of QPs, CQs and PDs each of a
+ *   context (their ids). Read only.
+ * @IWARP_A_DEV_MAX_MR: u32. Largest number of memory regions of the module
+ *   (their STag indexes). Read only.
+ * @IWARP_A_DEV_CAPS: u32 (enum iwarp_dev_caps_flags). What the module can do
+ *   (IWARP_DEV_CAPS_F_*). Read only.
  */
 enum iwarp_attr {
 	IWARP_A_UNSPEC = 0,
@@ -475,6 +516,19 @@ enum iwarp_attr {
 	IWARP_A_STAT_RX_OOO_PLACED = 63,
 	IWARP_A_CM_SCTP_LADDRS = 64,
 	IWARP_A_STAT_RX_KEPT = 65,
+	IWARP_A_DEV_VERSION = 66,
+	IWARP_A_DEV_ABI_VERSION = 67,
+	IWARP_A_DEV_MAX_QP_WR = 68,
+	IWARP_A_DEV_MAX_CQE = 69,
+	IWARP_A_DEV_MAX_SEND_SGE = 70,
+	IWARP_A_DEV_MAX_RECV_SGE = 71,
+	IWARP_A_DEV_MAX_INLINE = 72,
+	IWARP_A_DEV_MAX_MR_SIZE = 73,
+	IWARP_A_DEV_MAX_IRD = 74,
+	IWARP_A_DEV_MAX_ORD = 75,
+	IWARP_A_DEV_MAX_OBJ = 76,
+	IWARP_A_DEV_MAX_MR = 77,
+	IWARP_A_DEV_CAPS = 78,
 
 	__IWARP_A_MAX,
 };
@@ -846,6 +900,18 @@ enum iwarp_attr {
  *   IWARP_A_STAT_RX_OOO, IWARP_A_STAT_RX_OOO_MAX, IWARP_A_STAT_RX_OOO_PLACED,
  *   IWARP_A_STAT_RX_KEPT
  */
+/*
+ * IWARP_CMD_DEV_GET
+ *   Reply with the device attributes: the module's release and ABI, the
+ *   limits every context, QP, CQ and MR of it keeps to, and its
+ *   capabilities (as ibv_devinfo shows a device's).
+ *   Permission: none (any user).
+ * Reply: IWARP_A_DEV_VERSION, IWARP_A_DEV_ABI_VERSION, IWARP_A_DEV_MAX_QP_WR,
+ *   IWARP_A_DEV_MAX_CQE, IWARP_A_DEV_MAX_SEND_SGE, IWARP_A_DEV_MAX_RECV_SGE,
+ *   IWARP_A_DEV_MAX_INLINE, IWARP_A_DEV_MAX_MR_SIZE, IWARP_A_DEV_MAX_IRD,
+ *   IWARP_A_DEV_MAX_ORD, IWARP_A_DEV_MAX_OBJ, IWARP_A_DEV_MAX_MR,
+ *   IWARP_A_DEV_CAPS
+ */
 
 /* Notifications (multicast group "events"):
  * IWARP_CMD_LINK_NEW: A link was created, or its state, netdev name or MPA
@@ -880,6 +946,7 @@ enum iwarp_cmd {
 	IWARP_CMD_REJECT = 20,
 	IWARP_CMD_DISCONNECT = 21,
 	IWARP_CMD_CM_GET = 22,
+	IWARP_CMD_DEV_GET = 23,
 
 	__IWARP_CMD_MAX,
 };
