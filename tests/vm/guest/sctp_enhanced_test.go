@@ -97,16 +97,24 @@ func TestSCTPEnhanced(t *testing.T) {
 	}
 }
 
+// enhPair is an endpoint in each namespace, an SCTP listener of B's on a
+// fresh port, and a context that ends with the test.
+func enhPair(t *testing.T, tp *Topology) (a, b *rdmaEnd, addr netip.AddrPort, l *userlib.Listener, ctx context.Context) {
+	t.Helper()
+	a, b = newRdmaEnd(t, tp.A, 1<<16, rdmaAccess), newRdmaEnd(t, tp.B, 1<<16, rdmaAccess)
+	addr = netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1)))
+	l = sctpListen(t, tp.B, b, addr.Addr(), addr.Port(), 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return a, b, addr, l, ctx
+}
+
 // enhNegotiate: iwarp to iwarp, the Dial with IRD 4 and ORD 32, the
 // Accept with IRD 8 and ORD 12. Enhanced: the initiator's ORD falls to the
 // responder's IRD (8), the responder's to the initiator's IRD (4).
 // Revision 1: each keeps its own.
 func enhNegotiate(t *testing.T, tp *Topology) {
-	a, b := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess), newRdmaEnd(t, tp.B, 1<<16, rdmaAccess)
-	addr := netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1)))
-	l := sctpListen(t, tp.B, b, addr.Addr(), addr.Port(), 4)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	a, b, addr, l, ctx := enhPair(t, tp)
 	for _, c := range []struct {
 		name       string
 		rev        int
@@ -168,11 +176,7 @@ func enhNegotiate(t *testing.T, tp *Topology) {
 // sends it as the session's first segment, the responder is established
 // by it; both then send.
 func enhP2P(t *testing.T, tp *Topology) {
-	a, b := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess), newRdmaEnd(t, tp.B, 1<<16, rdmaAccess)
-	addr := netip.AddrPortFrom(netip.MustParseAddr(TopoB4), uint16(20000+rdmaPort.Add(1)))
-	l := sctpListen(t, tp.B, b, addr.Addr(), addr.Port(), 4)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	a, b, addr, l, ctx := enhPair(t, tp)
 	for i, rtr := range []struct {
 		name string
 		r    userlib.RTR
