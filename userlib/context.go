@@ -66,14 +66,16 @@ type sysOps interface {
 	doorbell(qp, queue uint32) error
 }
 
-// Open opens a verbs context. If the iwarp module is not loaded the error
-// matches os.ErrNotExist (and ErrNotLoaded).
+// Open opens a verbs context. Without /dev/iwarp the error matches
+// os.ErrNotExist and either ErrNotLoaded (the module is not loaded) or
+// ErrNoDevice (it is, but the device node is not in this mount namespace,
+// as in a container it was not passed to).
 func Open() (*Context, error) {
 	// O_NONBLOCK makes os register the descriptor with the netpoller.
 	f, err := os.OpenFile(DevPath, os.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %v", ErrNotLoaded, err)
+			return nil, noDevice(err, familyPresent)
 		}
 		return nil, fmt.Errorf("iwarp: %w", err)
 	}
@@ -89,6 +91,41 @@ func Open() (*Context, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// noDevice explains the failed open of a missing /dev/iwarp (openErr):
+// if the module's family answers (present returns nil), the module is
+// loaded and the device node is missing from this mount namespace
+// (ErrNoDevice); otherwise the module is not loaded (ErrNotLoaded), which
+// is also the answer when the lookup fails for another reason.
+func noDevice(openErr error, present func() error) error {
+	if present() == nil {
+		return &openError{
+			msg:  ErrNoDevice.Error() + ": pass the device in, e.g. docker run --device " + DevPath,
+			errs: []error{ErrNoDevice, openErr},
+		}
+	}
+	return &openError{
+		msg:  "iwarp kernel module not loaded (load it with: modprobe iwarp)",
+		errs: []error{ErrNotLoaded, openErr},
+	}
+}
+
+// familyPresent looks the iwarp generic netlink family up: nil if the
+// kernel has it, so the module is loaded. Only Open's error path calls it.
+func familyPresent() error {
+	c, err := genl.Dial(0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return familyOn(c)
+}
+
+// familyOn looks the iwarp family up on c.
+func familyOn(c *genetlink.Conn) error {
+	_, err := c.GetFamily(netlinkproto.FamilyName)
+	return err
 }
 
 // newContext builds a context over an open context file and a bound netlink

@@ -21,8 +21,10 @@
 // latency tests do this).
 //
 // Errors are values testable with errors.Is: kernel rejections are *Error
-// (the kernel's extended-ack message and errno), a missing module matches
-// os.ErrNotExist, full queues return ErrQueueFull, malformed work requests
+// (the kernel's extended-ack message and errno), a missing /dev/iwarp
+// matches os.ErrNotExist and ErrNotLoaded (no module) or ErrNoDevice (the
+// module is loaded, the device node is not in this mount namespace), full
+// queues return ErrQueueFull, malformed work requests
 // ErrInvalidWR, and failed completions map to ErrFlushed, ErrRemoteAccess,
 // ErrTerminated and their siblings (see WC.Err).
 //

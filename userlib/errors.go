@@ -5,8 +5,10 @@ package userlib
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/iwarp/iwarp/internal/genl"
+	"github.com/iwarp/iwarp/netlinkproto"
 )
 
 // Error is a rejection by the kernel: the operation, the kernel's
@@ -19,6 +21,12 @@ var (
 	// ErrNotLoaded is wrapped by Open's error when the iwarp module is not
 	// loaded. It matches os.ErrNotExist.
 	ErrNotLoaded = genl.ErrNotLoaded
+
+	// ErrNoDevice is wrapped by Open's error when the module is loaded
+	// (its generic netlink family answers) but /dev/iwarp does not exist
+	// in this mount namespace, as in a container the device was not passed
+	// to. It matches os.ErrNotExist.
+	ErrNoDevice error = &notExistError{"no /dev/" + netlinkproto.DevName + " in this mount namespace (the module is loaded)"}
 
 	// ErrClosed is returned by methods of a closed object.
 	ErrClosed = errors.New("iwarp: use of closed object")
@@ -65,6 +73,27 @@ var (
 	// or the peer's close).
 	ErrDisconnected = errors.New("iwarp: disconnected")
 )
+
+// notExistError is an error of its own text that matches os.ErrNotExist.
+type notExistError struct{ msg string }
+
+func (e *notExistError) Error() string { return e.msg }
+
+// Is matches os.ErrNotExist.
+func (e *notExistError) Is(target error) bool { return target == os.ErrNotExist }
+
+// openError is Open's error for a missing device: its text, which says
+// what to do, and what it wraps (ErrNotLoaded or ErrNoDevice, and the
+// error of the open).
+type openError struct {
+	msg  string
+	errs []error
+}
+
+func (e *openError) Error() string { return e.msg }
+
+// Unwrap returns the sentinel and the error of the open.
+func (e *openError) Unwrap() []error { return e.errs }
 
 // RejectedError is a rejection by the peer, with the private data of its
 // MPA Reply. It matches ErrRejected.

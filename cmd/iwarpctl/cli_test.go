@@ -422,14 +422,14 @@ func TestStats(t *testing.T) {
 		t.Errorf("code %d stderr %q\ngot\n%s\nwant\n%s", code, errs, out, want)
 	}
 	code, out, _ = runCLI(t, f, "-j", "stats")
-	wantJSON := `{"links":[{"link":"iw0","netdev":"veth0","tx_bytes":1000,"rx_bytes":2000,"tx_fpdus":10,"rx_fpdus":20,` +
+	wantJSON := `{"links":[{"index":1,"name":"iw0","link":"iw0","netdev":"veth0","tx_bytes":1000,"rx_bytes":2000,"tx_fpdus":10,"rx_fpdus":20,` +
 		`"crc_errors":1,"terminates":[{"terminate":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"},` +
 		`"sent":1,"rcvd":2},{"terminate":null,"sent":3,"rcvd":0}]}],` +
-		`"qps":[{"pid":10,"comm":"srv","ctx":1,"qp":7,"state":"rts","cm":2,"local_addr":"192.0.2.1","local_port":4791,` +
+		`"qps":[{"pid":10,"comm":"srv","ctx":1,"id":7,"qp":7,"state":"rts","cm":2,"local_addr":"192.0.2.1","local_port":4791,` +
 		`"peer_addr":"192.0.2.2","peer_port":40000,"tx_bytes":100,"rx_bytes":200,"tx_fpdus":3,"rx_fpdus":4,"crc_errors":1,` +
 		`"term_sent":{"layer":1,"etype":2,"ecode":1,"name":"ddp/untagged-buffer/invalid-qn"},` +
 		`"term_rcvd":{"layer":2,"etype":0,"ecode":2,"name":"llp/mpa/crc-error"},"rx_ooo":0,"rx_ooo_max":0,"rx_ooo_placed":0,"rx_kept":0},` +
-		`{"pid":10,"comm":"srv","ctx":1,"qp":8,"state":"idle","cm":null,"local_addr":null,"local_port":null,` +
+		`{"pid":10,"comm":"srv","ctx":1,"id":8,"qp":8,"state":"idle","cm":null,"local_addr":null,"local_port":null,` +
 		`"peer_addr":null,"peer_port":null,"tx_bytes":0,"rx_bytes":0,"tx_fpdus":0,"rx_fpdus":0,"crc_errors":0,` +
 		`"term_sent":null,"term_rcvd":null,"rx_ooo":0,"rx_ooo_max":0,"rx_ooo_placed":0,"rx_kept":0}]}` + "\n"
 	if code != 0 || out != wantJSON {
@@ -469,7 +469,7 @@ func ptr[T any](v T) *T { return &v }
 // release, the hint when it is not loaded, -V.
 func TestVersion(t *testing.T) {
 	code, out, errs := runCLI(t, &fakeClient{moduleVersion: version.Version}, "version")
-	want := "iwarpctl " + version.Version + "\nmodule " + version.Version + "\ngenetlink family iwarp version 1\n"
+	want := "iwarpctl " + version.Version + "\nmodule " + version.Version + "\ngenetlink family iwarp version 1\njson schema 1\n"
 	if code != 0 || out != want || errs != "" {
 		t.Fatalf("same release: code %d out %q stderr %q", code, out, errs)
 	}

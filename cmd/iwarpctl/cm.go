@@ -17,7 +17,8 @@ func newCMCmd(a *app) *cobra.Command {
 	return newResourceCmd(a, "cm", "Show the listeners and connections",
 		`Show the listeners and connections of the connection manager.
 
-  iwarpctl cm [show|list]`+resourceLong+`
+  iwarpctl cm [show|list] [ID] [qp QP] [pid PID]`+resourceLong+` qp QP keeps the
+connection of that QP.
 
 Text output is a table like ss(8), one row per listener or connection:
   ID       the object's id
@@ -43,9 +44,15 @@ peer_port (null for listeners), flags (list of "crc", "markers-tx",
 "markers-rx", "p2p", "enhanced", "rfc7306"), mpa_rev (null before negotiation), rtr
 ("write", "read", "send"; null without p2p), ird, ord, and the counters
 of iwarpctl stats: tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
-term_sent, term_rcvd, rx_ooo, rx_ooo_max, rx_ooo_placed, rx_kept.`,
-		func(c client) error {
+term_sent, term_rcvd, rx_ooo, rx_ooo_max, rx_ooo_placed, rx_kept.`, filterSpec{bareID: true, keys: []string{"qp", "pid"}},
+		func(c client, f filter) error {
 			cms, err := c.CMs()
+			if err != nil {
+				return err
+			}
+			cms, err = apply(f, cms, func(m ctl.CM) uint32 { return m.ID }, func(m ctl.CM) bool {
+				return f.pidIs(m.PID) && (f.qp == nil || m.QP == *f.qp && m.Kind != ctl.CMListener)
+			})
 			if err != nil {
 				return err
 			}
@@ -141,9 +148,11 @@ func cmString(m ctl.CM) string {
 }
 
 // qpStats is one row of iwarpctl stats: a QP's counters with its
-// connection, if it has one. JSON keys are stable.
+// connection, if it has one. JSON keys are stable: id is the QP's id as in
+// iwarpctl qp -j, qp the same id (the key of the first schema).
 type qpStats struct {
 	ctl.Owner
+	ID        uint32      `json:"id"`
 	QP        uint32      `json:"qp"`
 	State     ctl.QPState `json:"state"`
 	CM        *uint32     `json:"cm"`
@@ -173,7 +182,7 @@ func collectStats(qps []ctl.QP, cms []ctl.CM) []qpStats {
 	}
 	out := make([]qpStats, 0, len(qps))
 	for _, q := range qps {
-		s := qpStats{Owner: q.Owner, QP: q.ID, State: q.State, Stats: q.Stats}
+		s := qpStats{Owner: q.Owner, ID: q.ID, QP: q.ID, State: q.State, Stats: q.Stats}
 		if m, ok := conn[q.ID]; ok {
 			id := m.ID
 			s.CM = &id
@@ -185,8 +194,12 @@ func collectStats(qps []ctl.QP, cms []ctl.CM) []qpStats {
 	return out
 }
 
-// linkStats is one link row of iwarpctl stats. JSON keys are stable.
+// linkStats is one link row of iwarpctl stats. JSON keys are stable:
+// index and name as in iwarpctl link -j, link the name again (the key of
+// the first schema).
 type linkStats struct {
+	Index     uint32          `json:"index"`
+	Name      string          `json:"name"`
 	Link      string          `json:"link"`
 	Netdev    string          `json:"netdev"`
 	TxBytes   uint64          `json:"tx_bytes"`
@@ -221,13 +234,19 @@ func termCounts(tcs []ctl.TermCount) string {
 }
 
 func newStatsCmd(a *app) *cobra.Command {
-	show := func(c client) error {
+	show := func(c client, f filter) error {
 		links, err := c.Links()
 		if err != nil {
 			return err
 		}
+		if f.selects() {
+			links = nil // the filters select QPs
+		}
 		qps, err := c.QPs()
 		if err != nil {
+			return err
+		}
+		if qps, err = apply(f, qps, qpID, func(q ctl.QP) bool { return f.pidIs(q.PID) }); err != nil {
 			return err
 		}
 		cms, err := c.CMs()
@@ -240,7 +259,7 @@ func newStatsCmd(a *app) *cobra.Command {
 			if st.Terms == nil {
 				st.Terms = []ctl.TermCount{}
 			}
-			lrows = append(lrows, linkStats{Link: l.Name, Netdev: l.Netdev, TxBytes: st.TxBytes,
+			lrows = append(lrows, linkStats{Index: l.Index, Name: l.Name, Link: l.Name, Netdev: l.Netdev, TxBytes: st.TxBytes,
 				RxBytes: st.RxBytes, TxFPDUs: st.TxFPDUs, RxFPDUs: st.RxFPDUs, CRCErrors: st.CRCErrors,
 				Terms: st.Terms})
 		}
@@ -286,7 +305,7 @@ func newStatsCmd(a *app) *cobra.Command {
 	cmd := newResourceCmd(a, "stats", "Show the counters of the links and of the queue pairs",
 		`Show the counters of every link and of every queue pair and its connection.
 
-  iwarpctl stats [show|list]`+resourceLong+`
+  iwarpctl stats [show|list] [qp QP] [pid PID]`+resourceLong+`
 
 First one row per link: octets and FPDUs sent and received (octets with
 their MPA framing), FPDUs received with a bad CRC, and the Terminates sent
@@ -302,11 +321,15 @@ and received, named after the tables of RFC 5040 §7.2 as layer/etype/ecode,
 for example "ddp/untagged-buffer/invalid-qn" or "llp/mpa/crc-error" (codes
 without a name are hex, "-" means none). A QP has at most one connection.
 
+With qp QP or pid PID only QP rows are printed: qp QP names one QP, which
+must exist (else "stats show: no such qp 5", exit 1).
+
 JSON (-j) prints an object with two arrays. "links": objects with the keys
-link, netdev, tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors and
-terminates (an array of objects with terminate - null for "other", else an
-object with the numbers layer, etype, ecode and the text name - sent and
-rcvd). "qps": objects with the keys pid, comm, ctx, qp, state, cm (null
+index and name (as in iwarpctl link -j), link (the name again), netdev,
+tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors and terminates (an
+array of objects with terminate - null for "other", else an object with
+the numbers layer, etype, ecode and the text name - sent and rcvd). "qps": objects with the keys pid, comm, ctx, id (as in iwarpctl
+qp -j), qp (the id again), state, cm (the connection's id, null
 without a connection), local_addr, local_port, peer_addr, peer_port (null
 without a connection), tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, crc_errors,
 term_sent and term_rcvd (null, or a Terminate object as above), rx_ooo,
@@ -315,7 +338,7 @@ ahead of the DDP-SSN frontier, the farthest ahead one came, and the RDMA
 Writes, Read Responses and Sends among them placed as they came, and
 rx_kept, the octets held for them now (each charged 64 more; 0 over
 TCP).`,
-		show)
+		filterSpec{rows: "qp", keys: []string{"qp", "pid"}}, show)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +31,7 @@ func newLinkCmd(a *app) *cobra.Command {
 		Short: "Manage links: iWARP devices bound to netdevs",
 		Long: `Manage links: iWARP devices bound to netdevs.
 
-  iwarpctl link add NAME dev NETDEV ` + linkParamsUsage + `
+  iwarpctl link add NAME dev|netdev NETDEV [type iwarp] ` + linkParamsUsage + `
   iwarpctl link set NAME ` + linkParamsUsage + `
   iwarpctl link del NAME
   iwarpctl link [show|list] [NAME]
@@ -41,19 +42,23 @@ says the peers implement RFC 7306 atomics and Immediate Data, which MPA
 cannot negotiate: set it on both ends, never toward siw), the MPA revision
 (default 2), the RFC 6581 ready-to-receive message (default write), and the
 IRD and ORD (1 to 16383, default 16). link set changes only the parameters
-given.
+given. As in rdma link add NAME type siw netdev DEV, netdev is dev's
+synonym and type may be given, as iwarp (the only type). Keywords may be
+abbreviated to a prefix that starts no other keyword (c for crc, mp for
+mpa-rev; m is ambiguous).
 
 JSON (-j) prints an array of objects with the keys index, name, netdev,
 ifindex, state ("up" or "down"), flags (list of "crc", "markers", "p2p",
-"rfc7306"), mpa_rev, rtr ("write", "read" or "send"), ird and ord.`,
-		Args: cobra.MaximumNArgs(0),
+"rfc7306"), mpa_rev, rtr ("write", "read" or "send"), ird, ord and stats
+(the link's counters, as iwarpctl stats shows them).`,
+		Args: cobra.NoArgs,
 		RunE: show.RunE,
 	}
 	noComp := func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	cmd.AddCommand(show, &cobra.Command{
-		Use:   "add NAME dev NETDEV " + linkParamsUsage,
+		Use:   "add NAME dev|netdev NETDEV [type " + linkType + "] " + linkParamsUsage,
 		Short: "Create a link on a netdev",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -86,9 +91,15 @@ ifindex, state ("up" or "down"), flags (list of "crc", "markers", "p2p",
 	return cmd
 }
 
+// errNotLoaded is how iwarpctl reports a missing module.
+var errNotLoaded = errors.New("iwarp kernel module not loaded (load it with: modprobe iwarp)")
+
 // withClient opens the kernel client, runs fn and maps errors to exit 1.
 func (a *app) withClient(fn func(client) error) error {
 	c, err := a.open()
+	if errors.Is(err, ctl.ErrNotLoaded) {
+		err = errNotLoaded
+	}
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -134,44 +145,81 @@ func parseRD(key, val string) (*uint32, error) {
 	return &v, nil
 }
 
-// parseLinkParams parses keyword pairs such as "crc on ird 32"; the last
-// of repeated keywords wins.
+// The keywords of link set, and those link add takes besides.
+var (
+	linkParamKeywords = []string{"crc", "markers", "p2p", "rfc7306", "mpa-rev", "rtr", "ird", "ord"}
+	linkAddKeywords   = append([]string{"dev", "netdev", "type"}, linkParamKeywords...)
+)
+
+// linkType is the one value of link add's type keyword, as rdma link add
+// NAME type siw names its driver.
+const linkType = "iwarp"
+
+// wantKeywords lists keywords for an error message: "a, b or c".
+func wantKeywords(kw []string) string {
+	return strings.Join(kw[:len(kw)-1], ", ") + " or " + kw[len(kw)-1]
+}
+
+// parseLinkParams parses the keyword pairs of link set, such as "crc on
+// ird 32"; keywords may be abbreviated, the last of repeated keywords
+// wins.
 func parseLinkParams(words []string) (*linkChanges, error) {
-	ch := &linkChanges{}
+	ch, _, err := parseLinkWords(words, linkParamKeywords)
+	return ch, err
+}
+
+// parseLinkWords parses keyword pairs among keywords: the MPA parameters
+// into ch and, for link add, the netdev of dev or netdev (the last given)
+// after checking type.
+func parseLinkWords(words, keywords []string) (ch *linkChanges, netdev string, err error) {
+	ch = &linkChanges{}
 	for i := 0; i < len(words); i += 2 {
-		key := words[i]
+		key, ok, err := keyword(words[i], keywords...)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ok {
+			return nil, "", usageErr("unknown keyword %q (want %s)", words[i], wantKeywords(keywords))
+		}
 		if i+1 >= len(words) {
 			switch key {
+			case "dev", "netdev":
+				return nil, "", usageErr("%q needs a value (the netdev)", key)
+			case "type":
+				return nil, "", usageErr("%q needs a value (%s)", key, linkType)
 			case "mpa-rev":
-				return nil, usageErr("%q needs a value (1 or 2)", key)
+				return nil, "", usageErr("%q needs a value (1 or 2)", key)
 			case "rtr":
-				return nil, usageErr("%q needs a value (write, read or send)", key)
+				return nil, "", usageErr("%q needs a value (write, read or send)", key)
 			case "ird", "ord":
-				return nil, usageErr("%q needs a value (1 to %d)", key, ctl.MaxRD)
+				return nil, "", usageErr("%q needs a value (1 to %d)", key, ctl.MaxRD)
 			}
-			if _, err := ctl.ParseLinkFlag(key); err == nil {
-				return nil, usageErr("%q needs a value (on or off)", key)
-			}
-			return nil, usageErr("unknown keyword %q (want crc, markers, p2p, rfc7306, mpa-rev, rtr, ird or ord)", key)
+			return nil, "", usageErr("%q needs a value (on or off)", key)
 		}
 		val := words[i+1]
 		switch key {
+		case "dev", "netdev":
+			netdev = val
+		case "type":
+			if val != linkType {
+				return nil, "", usageErr("type: %q is not accepted (the only type is %s)", val, linkType)
+			}
 		case "mpa-rev":
 			if val != "1" && val != "2" {
-				return nil, usageErr("mpa-rev: %q is not 1 or 2", val)
+				return nil, "", usageErr("mpa-rev: %q is not 1 or 2", val)
 			}
 			v := val[0] - '0'
 			ch.mpaRev = &v
 		case "rtr":
 			r, err := ctl.ParseRTR(val)
 			if err != nil {
-				return nil, usageErr("rtr: %q is not write, read or send", val)
+				return nil, "", usageErr("rtr: %q is not write, read or send", val)
 			}
 			ch.rtr = &r
 		case "ird", "ord":
 			v, err := parseRD(key, val)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			if key == "ird" {
 				ch.ird = v
@@ -181,7 +229,7 @@ func parseLinkParams(words []string) (*linkChanges, error) {
 		default:
 			f, err := ctl.ParseLinkFlag(key)
 			if err != nil {
-				return nil, usageErr("unknown keyword %q (want crc, markers, p2p, rfc7306, mpa-rev, rtr, ird or ord)", key)
+				return nil, "", usageErr("unknown keyword %q (want %s)", key, wantKeywords(keywords))
 			}
 			switch val {
 			case "on":
@@ -191,27 +239,26 @@ func parseLinkParams(words []string) (*linkChanges, error) {
 				ch.clear |= f
 				ch.set &^= f
 			default:
-				return nil, usageErr("%s: %q is not on or off", key, val)
+				return nil, "", usageErr("%s: %q is not on or off", key, val)
 			}
 		}
 	}
-	return ch, nil
+	return ch, netdev, nil
 }
 
 func (a *app) linkAdd(args []string) error {
 	name := args[0]
-	rest := args[1:]
-	if len(rest) < 2 || rest[0] != "dev" {
-		return usageErr("usage: iwarpctl link add NAME dev NETDEV %s", linkParamsUsage)
-	}
-	ch, err := parseLinkParams(rest[2:])
+	ch, netdev, err := parseLinkWords(args[1:], linkAddKeywords)
 	if err != nil {
 		return err
+	}
+	if netdev == "" {
+		return usageErr("usage: iwarpctl link add NAME dev|netdev NETDEV [type %s] %s", linkType, linkParamsUsage)
 	}
 	// Parameters not given are not sent: the kernel's defaults apply.
 	var p ctl.LinkParams
 	ch.apply(&p)
-	cfg := ctl.LinkConfig{Netdev: rest[1], Flags: p.Flags, MPARev: p.MPARev, RTR: p.RTR, IRD: p.IRD, ORD: p.ORD}
+	cfg := ctl.LinkConfig{Netdev: netdev, Flags: p.Flags, MPARev: p.MPARev, RTR: p.RTR, IRD: p.IRD, ORD: p.ORD}
 	return a.withClient(func(c client) error {
 		l, err := c.LinkAdd(name, cfg)
 		if err != nil {

@@ -7,10 +7,14 @@
 //
 // The grammar follows iproute2: OBJECT is link, mr, cq, qp, cm, stats,
 // monitor, decode or version;
-// show is the default command and list its alias. Errors are one line on
-// stderr: a kernel rejection (with the kernel's message) exits 1, a usage
-// error exits 2. -b runs the commands of FILE ("-" for stdin), one per
-// line, as ip -b does: the first failure ends the batch (batch.go).
+// show is the default command and list its alias. Objects, commands and
+// keywords may be abbreviated to a prefix that starts only one of them
+// (resolve.go); the show commands of mr, cq, qp, cm and stats take
+// filters (filter.go). Errors are one line on stderr: a kernel rejection
+// (with the kernel's message) or a named object that does not exist exits
+// 1, a usage error (an ambiguous abbreviation among them) exits 2. -b runs
+// the commands of FILE ("-" for stdin), one per line, as ip -b does: the
+// first failure ends the batch (batch.go).
 package main
 
 import (
@@ -81,12 +85,17 @@ type client interface {
 
 func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "iwarpctl",
-		Short:         "Configure and inspect the iwarp software iWARP stack",
+		Use:   "iwarpctl",
+		Short: "Configure and inspect the iwarp software iWARP stack",
 		Long: `Configure and inspect the iwarp software iWARP stack.
 
   iwarpctl [-j [-p]] OBJECT [COMMAND [ARGS]]
   iwarpctl [-j [-p]] [-force] -b FILE
+
+OBJECT, COMMAND and the keywords of link add and set and of the filters
+may be abbreviated to any prefix that starts only one of them: iwarpctl li
+sh is link show, iwarpctl mo monitor; an ambiguous prefix (m: monitor or
+mr) is a usage error naming the candidates.
 
 -b FILE runs the iwarpctl commands of FILE ("-" for stdin), one per line
 as on the command line, # starting a comment; the first that fails ends
@@ -112,10 +121,16 @@ the batch, naming its line, unless -force.`,
 // run executes iwarpctl with args and returns the exit status.
 func run(a *app, args []string) int {
 	root := newRoot(a)
-	root.SetArgs(args)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	err := root.Execute()
+	// cobra adds these when it executes; abbreviations may name them.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	args, err := resolveArgs(root, args)
+	if err == nil {
+		root.SetArgs(args)
+		err = root.Execute()
+	}
 	if err == nil {
 		return 0
 	}

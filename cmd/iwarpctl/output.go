@@ -10,6 +10,12 @@ import (
 	"text/tabwriter"
 )
 
+// jsonSchema is the version of the JSON iwarpctl prints, reported by
+// iwarpctl version -j as json_schema. It rises when keys are added; a key
+// once printed keeps its name, type and meaning (docs/CONTROL-PLANE.md,
+// iwarpctl JSON).
+const jsonSchema = 1
+
 // printJSON writes v as one line of JSON, or indented with -p.
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)

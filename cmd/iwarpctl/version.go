@@ -21,6 +21,7 @@ type versionInfo struct {
 	FamilyVersion int    `json:"family_version"` // the one this iwarpctl speaks
 	Skew          bool   `json:"skew"`           // module and iwarpctl of different releases
 	Note          string `json:"note,omitempty"` // why Module is empty
+	JSONSchema    int    `json:"json_schema"`    // of iwarpctl's JSON output (jsonSchema)
 }
 
 func newVersionCmd(a *app) *cobra.Command {
@@ -32,11 +33,13 @@ version, from /sys/module/iwarp/version) and the genetlink family this
 iwarpctl speaks. When the module is of another release than iwarpctl, a
 warning goes to stderr: install both from one release (the family stays
 compatible within a major version, docs/CONTROL-PLANE.md, but only one
-release is tested against itself).`,
+release is tested against itself). json schema is the version of the JSON
+that -j prints (docs/CONTROL-PLANE.md, iwarpctl JSON): it rises when keys
+are added; keys are never removed or changed in meaning.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := versionInfo{Iwarpctl: version.Version, Family: netlinkproto.FamilyName,
-				FamilyVersion: netlinkproto.FamilyVersion}
+				FamilyVersion: netlinkproto.FamilyVersion, JSONSchema: jsonSchema}
 			mod, err := a.moduleVersion()
 			switch {
 			case errors.Is(err, os.ErrNotExist):
@@ -58,8 +61,8 @@ release is tested against itself).`,
 			if mod == "" {
 				mod = v.Note
 			}
-			_, err = fmt.Fprintf(a.stdout, "iwarpctl %s\nmodule %s\ngenetlink family %s version %d\n",
-				v.Iwarpctl, mod, v.Family, v.FamilyVersion)
+			_, err = fmt.Fprintf(a.stdout, "iwarpctl %s\nmodule %s\ngenetlink family %s version %d\njson schema %d\n",
+				v.Iwarpctl, mod, v.Family, v.FamilyVersion, v.JSONSchema)
 			return err
 		},
 	}
