@@ -29,7 +29,10 @@ type fakeClient struct {
 	cms    []ctl.CM
 	// moduleVersion is the loaded module's ("": not loaded).
 	moduleVersion string
+	dev           *ctl.Dev
 }
+
+func (f *fakeClient) Dev() (*ctl.Dev, error) { return f.dev, nil }
 
 func (f *fakeClient) CMs() ([]ctl.CM, error) { return append([]ctl.CM{}, f.cms...), nil }
 
@@ -490,5 +493,28 @@ func TestVersion(t *testing.T) {
 		if code != 0 || out != "iwarpctl "+version.Version+"\n" {
 			t.Fatalf("%s: code %d out %q", flag, code, out)
 		}
+	}
+}
+
+// TestDevShow: the device attributes in text and JSON.
+func TestDevShow(t *testing.T) {
+	f := &fakeClient{dev: &ctl.Dev{Version: "1.2.3", ABIVersion: 1, MaxQPWR: 32768, MaxCQE: 32768, MaxSendSGE: 4,
+		MaxRecvSGE: 3, MaxInline: 64, MaxMRSize: 1 << 38, MaxIRD: 16383, MaxORD: 16383, MaxObjects: 16777215,
+		MaxMR: 16777215, Caps: ctl.CapRFC7306 | ctl.CapP2P}}
+	for _, args := range [][]string{{"dev"}, {"dev", "show"}, {"dev", "ls"}} {
+		code, out, errs := runCLI(t, f, args...)
+		want := "dev iwarp version 1.2.3 abi 1\n" +
+			"    max_qp_wr 32768 max_cqe 32768 max_send_sge 4 max_recv_sge 3 max_inline 64\n" +
+			"    max_mr_size 274877906944 max_mr 16777215 max_obj 16777215 max_ird 16383 max_ord 16383\n" +
+			"    caps rfc7306,p2p\n"
+		if code != 0 || errs != "" || out != want {
+			t.Fatalf("%v: code %d stderr %q\n%s", args, code, errs, out)
+		}
+	}
+	code, out, _ := runCLI(t, f, "-j", "dev")
+	var back map[string]any
+	if err := json.Unmarshal([]byte(out), &back); err != nil || code != 0 || back["version"] != "1.2.3" ||
+		back["max_mr_size"] != float64(1<<38) || len(back["caps"].([]any)) != 2 {
+		t.Fatalf("JSON: code %d %q %v", code, out, err)
 	}
 }

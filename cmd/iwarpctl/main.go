@@ -80,6 +80,7 @@ type client interface {
 	CQs() ([]ctl.CQ, error)
 	QPs() ([]ctl.QP, error)
 	CMs() ([]ctl.CM, error)
+	Dev() (*ctl.Dev, error)
 	Monitor(ctx context.Context, fn func(ctl.Event) error) error
 }
 
@@ -113,7 +114,7 @@ the batch, naming its line, unless -force.`,
 		return &exitError{code: 2, err: err}
 	})
 	root.AddCommand(newLinkCmd(a), newMRCmd(a), newCQCmd(a), newQPCmd(a), newCMCmd(a),
-		newStatsCmd(a), newMonitorCmd(a),
+		newStatsCmd(a), newMonitorCmd(a), newDevCmd(a),
 		newVersionCmd(a), newDecodeCmd(&a.g))
 	return root
 }

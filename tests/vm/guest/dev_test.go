@@ -5,9 +5,12 @@
 package guest
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/iwarp/iwarp/ctl"
 	"github.com/iwarp/iwarp/internal/version"
 	"github.com/iwarp/iwarp/userlib"
 )
@@ -32,6 +35,18 @@ func TestDevAttr(t *testing.T) {
 		t.Fatalf("ctl %+v, userlib %+v", *d, u)
 	}
 	t.Logf("device attributes: %+v, caps %v", u, u.Caps.Names())
+	out, errs, code := iwarpctl(t, tp.A, "-j", "dev", "show")
+	var j ctl.Dev
+	if code != 0 || errs != "" {
+		t.Fatalf("iwarpctl -j dev show: exit %d %q", code, errs)
+	}
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(out, `"caps":[`, `"caps_names":[`)), &j); err != nil {
+		t.Fatalf("iwarpctl -j dev show: %v: %q", err, out)
+	}
+	j.Caps = u.Caps // names, not the number, in JSON (checked below)
+	if j != u || !strings.Contains(out, `"caps":["rfc7306","mpa-crc","mpa-markers","p2p","sctp"]`) {
+		t.Fatalf("iwarpctl -j dev show %q, userlib %+v", out, u)
+	}
 	if u.Version != version.Version || u.MaxSendSGE != userlib.MaxSendSGE || u.MaxRecvSGE != userlib.MaxRecvSGE ||
 		u.MaxInline != userlib.MaxInline || u.MaxIRD != userlib.MaxIRDORD || u.MaxORD != userlib.MaxIRDORD ||
 		u.ABIVersion == 0 || u.MaxMRSize == 0 || u.MaxObjects == 0 || u.MaxMR == 0 {
