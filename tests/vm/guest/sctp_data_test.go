@@ -215,7 +215,12 @@ func TestSCTPPerf(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(strings.ReplaceAll(strings.Join(c.args, "_"), " ", "_"), func(t *testing.T) {
-			cl, sv := runPerfServer(t, tp, 18700+i, 120*time.Second, srv,
+			// A bound for a hang, not a timing: 60 s and 1 s per 128 KiB
+			// moved, at least 2 min (the debug kernel takes 107 s for 32
+			// MiB over SCTP on an idle host, the default one 2 s).
+			bound := max(120*time.Second, 60*time.Second+
+				time.Duration(c.size*c.iters*c.qps/(128<<10))*time.Second)
+			cl, sv := runPerfServer(t, tp, 18700+i, bound, srv,
 				append(c.args, "--transport", "sctp", "--verify")...)
 			for _, r := range []perfResult{cl, sv} {
 				if r.Mode != c.mode || r.Size != c.size || r.Iterations != c.iters || r.QPs != c.qps ||
