@@ -109,6 +109,8 @@ struct iwarp_assoc {
 	struct socket *sock;
 	bool active;
 	bool listed;
+	/* The peer answered an Enhanced Initiate in kind (RFC 6581; rx_mutex, read racily) */
+	bool peer_enh;
 	bool hooked;			/* sk_callback_lock */
 
 	struct mutex lock;		/* state, slots, waiters */

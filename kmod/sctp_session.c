@@ -330,8 +330,14 @@ static bool iwarp_sctp_retry_plain(struct iwarp_conn *conn)
 	unsigned long flags;
 	bool put = false;
 
+	/*
+	 * Not when the peer answered an Enhanced Initiate before: it speaks
+	 * RFC 6581 and refused for another reason (a full backlog). Nor past
+	 * the deadline: the refusal is the answer then.
+	 */
 	if (!conn->req.enhanced || (conn->params.set & IWARP_LINK_SET_MPA_REV) ||
-	    conn->pol.p2p || READ_ONCE(conn->closing))
+	    conn->pol.p2p || READ_ONCE(conn->closing) || READ_ONCE(a->peer_enh) ||
+	    !time_before(jiffies, conn->deadline))
 		return false;
 	mutex_lock(&a->lock);
 	if (a->slots && conn->sid < a->nstreams && a->slots[conn->sid].conn == conn) {
@@ -353,7 +359,11 @@ static bool iwarp_sctp_retry_plain(struct iwarp_conn *conn)
 	iwp_mpa_req_init(&conn->pol, &conn->req);
 	conn->req.pdata = conn->own_pd_len ? conn->own_pd : NULL;
 	conn->req.pd_len = conn->own_pd_len;
-	iwarp_conn_set_state(conn, IWARP_CM_STATE_CONNECTING);
+	/* Not over a close's CLOSING (set with closing, under the lock). */
+	spin_lock_irqsave(&conn->lock, flags);
+	if (!conn->closing)
+		conn->state = IWARP_CM_STATE_CONNECTING;
+	spin_unlock_irqrestore(&conn->lock, flags);
 	pr_debug("cm %u: the Enhanced Initiate refused: the plain one\n", conn->id);
 	return true;
 }
@@ -796,6 +806,20 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 /* --------------------------------------------------------------- receive */
 
 /*
+ * A chunk of a session whose Initiate we gave up on, other than its
+ * answer: the peer accepted it (its Accept was overtaken, or comes late).
+ * Our Terminate (DDP-SSN 1) ends its session; the Accept, should it come
+ * now, is dropped (rx_work).
+ */
+static void iwarp_sctp_abandoned_accepted(struct iwarp_assoc *a, struct iwarp_sctp_slot *s)
+{
+	s->abandoned = false;
+	s->term_owed = true;
+	s->term_ssn = 1;
+	a->rx_requests = true;
+}
+
+/*
  * The Session Terminate of a quarantined stream's old session, or with a
  * tracker (s->late) a late chunk of it (rx_work): once the peer's
  * Terminate and all it sent before came, the side that reuses streams
@@ -900,6 +924,8 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 			close = true;
 			break;
 		}
+		if (c->enh.enhanced)
+			WRITE_ONCE(a->peer_enh, true);
 		spin_lock_irqsave(&conn->lock, flags);
 		if (!conn->sctp_answer) {
 			conn->sctp_answer = iwp_sctp_func_base(c->func);
@@ -935,6 +961,8 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 				if (s->abandoned && !c->ssn) {
 					iwarp_sctp_late_free(s->late);
 					s->late = NULL;
+				} else if (s->abandoned) {
+					iwarp_sctp_abandoned_accepted(a, s);
 				}
 				iwarp_sctp_quarantine_rx(a, s, c);
 			} else {
@@ -1017,6 +1045,8 @@ void iwarp_sctp_session_rx(struct iwarp_assoc *a, const struct iwarp_sctp_rcv *r
 			struct iwarp_sctp_slot *s = &a->slots[r->sid];
 
 			a->rx_dropped++;	/* no session: a closed one's late chunk */
+			if (s->abandoned && s->state == IWARP_SLOT_QUARANTINE)
+				iwarp_sctp_abandoned_accepted(a, s);
 			if (s->late && s->state == IWARP_SLOT_QUARANTINE)
 				iwarp_sctp_quarantine_rx(a, s, &c);
 		} else if (a->slots[r->sid].state == IWARP_SLOT_INITIATE_RCVD) {

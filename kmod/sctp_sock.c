@@ -261,6 +261,13 @@ int iwarp_sctp_send(struct socket *sock, u16 sid, u32 ppid, const void *buf, siz
 	/* The data right after the header, as CMSG_DATA() finds it. */
 	BUILD_BUG_ON(offsetof(typeof(cbuf), si) != CMSG_ALIGN(sizeof(struct cmsghdr)));
 	n = kernel_sendmsg(sock, &msg, &kv, 1, len);
+	/*
+	 * A send after the association failed returns the socket's error
+	 * and clears it (sctp_error(), sock_error()). The association reads
+	 * it at COMM_LOST to tell a silent peer from an ABORT: put it back.
+	 */
+	if (n == -ETIMEDOUT || n == -ECONNRESET || n == -ECONNABORTED || n == -ECONNREFUSED)
+		cmpxchg(&sock->sk->sk_err, 0, -n);
 	if (n < 0)
 		return n;
 	/* SCTP queues a message whole or not at all. */

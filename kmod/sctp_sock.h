@@ -73,7 +73,8 @@ int iwarp_sctp_send(struct socket *sock, u16 sid, u32 ppid, const void *buf,
 static inline bool iwarp_sctp_send_ended(int err)
 {
 	return err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN ||
-	       err == -ESHUTDOWN;
+	       err == -ESHUTDOWN || err == -ETIMEDOUT || err == -ECONNABORTED ||
+	       err == -ECONNREFUSED;
 }
 
 #endif /* _IWARP_SCTP_SOCK_H */

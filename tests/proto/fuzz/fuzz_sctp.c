@@ -59,8 +59,13 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		n = iwp_sctp_seg_build(c.ssn, c.data, c.len, out, size);
 		/* the DDP layer takes the segment unchanged */
 		iwp_ddp_decode(c.data, c.len, &m, &err);
+	} else if (iwp_sctp_func_enhanced(c.func)) {
+		/* RFC 6581 7: the IRD and ORD words, then the ULP's data */
+		assert(c.len == size - 8 && c.len <= IWP_SCTP_PD_MAX - 4 && c.enh.enhanced);
+		assert(c.enh.pdata == c.data && c.enh.pd_len == c.len);
+		n = iwp_sctp_ctl_build_enh(c.ssn, c.func, &c.enh, out, size);
 	} else {
-		assert(c.len == size - 4 && c.len <= IWP_SCTP_PD_MAX);
+		assert(c.len == size - 4 && c.len <= IWP_SCTP_PD_MAX && !c.enh.enhanced);
 		assert(c.func >= IWP_SCTP_INITIATE && c.func <= IWP_SCTP_TERMINATE);
 		assert(c.func != IWP_SCTP_TERMINATE || !c.len);
 		n = iwp_sctp_ctl_build(c.ssn, c.func, c.data, c.len, out, size);

@@ -89,6 +89,7 @@ func TestSCTPEnhanced(t *testing.T) {
 		{"initiator-p2p-read-rtr", enhInitiatorRTR},
 		{"initiator-falls-back-to-plain", enhInitiatorFallback},
 		{"initiator-abandoned-then-refused", enhInitiatorAbandoned},
+		{"initiator-abandoned-then-accepted", enhInitiatorAbandonedAccepted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -510,6 +511,35 @@ func enhInitiatorAbandoned(t *testing.T, tp *Topology) {
 		t.Fatalf("the unanswered Dial: %v, want ETIMEDOUT", err)
 	}
 	p.control(t, 0, 0, wire.FuncTerminate, nil)
+	dial = enhDial(sctpQP(t, e), addr, userlib.ConnParams{PrivateData: []byte("second")})
+	m := p.next(t)
+	if c := enhChunk(t, m, 0, 0, wire.FuncEnhancedInitiate); string(c.PrivateData) != "second" {
+		t.Fatalf("peer read %v; want the second Dial's Initiate", m)
+	}
+	p.enhAccept(t, 0, wire.RDMAConnData{IRD: 16, ORD: 16})
+	if err := <-dial; err != nil {
+		t.Fatalf("the second Dial: %v", err)
+	}
+}
+
+// enhInitiatorAbandonedAccepted: a Dial gives up on an unanswered
+// Initiate; the peer had accepted it, but its Accept never comes: its data
+// (DDP-SSN 1) and its Terminate (2) do. That proves the session: our side
+// ends it with its Terminate (DDP-SSN 1, after the Initiate's 0) and frees
+// the stream once both Terminates went, so the next Dial gets it (one
+// stream).
+func enhInitiatorAbandonedAccepted(t *testing.T, tp *Topology) {
+	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
+	addr, accept := hostileRawListener(t, tp, 1)
+	dial := enhDial(e.qp, addr, userlib.ConnParams{PrivateData: []byte("first"), Timeout: time.Second})
+	p := accept()
+	enhChunk(t, p.next(t), 0, 0, wire.FuncEnhancedInitiate)
+	if err := <-dial; !errors.Is(err, syscall.ETIMEDOUT) {
+		t.Fatalf("the unanswered Dial: %v, want ETIMEDOUT", err)
+	}
+	p.segment(t, 0, 1, sendSeg(1, []byte("data of a session the Dial gave up")))
+	p.control(t, 0, 2, wire.FuncTerminate, nil)
+	p.expectControl(t, 0, 1, wire.FuncTerminate)
 	dial = enhDial(sctpQP(t, e), addr, userlib.ConnParams{PrivateData: []byte("second")})
 	m := p.next(t)
 	if c := enhChunk(t, m, 0, 0, wire.FuncEnhancedInitiate); string(c.PrivateData) != "second" {
