@@ -809,10 +809,13 @@ static bool iwarp_addr_eq(const struct sockaddr_storage *x, const struct sockadd
 	       ((const struct sockaddr_in *)y)->sin_addr.s_addr;
 }
 
-/* The association's setup is bounded by @ms; rx_work reads what came. */
+/*
+ * The association's setup is bounded by @ms (a->deadline, set before it
+ * was hooked: cm_work may see COMM_UP before this runs, and its idle
+ * deadline must then stand); rx_work reads what came.
+ */
 static void iwarp_assoc_start(struct iwarp_assoc *a, u32 ms)
 {
-	a->deadline = jiffies + msecs_to_jiffies(ms);
 	iwarp_assoc_kick_cm(a, msecs_to_jiffies(ms));
 	iwarp_assoc_queue(a, iwarp_sctp_wq, &a->rx_work);
 }
@@ -840,6 +843,7 @@ static struct iwarp_assoc *iwarp_assoc_new_active(struct iwarp_conn *conn,
 		err = kernel_bind(a->sock, (struct sockaddr *)local, iwarp_addr_len(local));
 	if (err)
 		goto fail;
+	a->deadline = jiffies + msecs_to_jiffies(conn->timeout_ms);
 	iwarp_assoc_hook(a);
 	err = kernel_connect(a->sock, (struct sockaddr *)&a->peer, iwarp_addr_len(&a->peer),
 			     O_NONBLOCK);
@@ -906,7 +910,20 @@ int iwarp_assoc_join(struct iwarp_conn *conn, const struct sockaddr_storage *loc
 	WRITE_ONCE(conn->assoc, a);
 	mutex_unlock(&iwarp_assoc_mutex);
 	if (failed) {
-		iwarp_assoc_close(failed, err, true);
+		/*
+		 * Closed by its close_work, not here: a close waits for the
+		 * cm_work of its sessions, and this runs in one (lockdep sees
+		 * the two works wait for each other, though this association
+		 * has no session). One closing already needs nothing more.
+		 */
+		mutex_lock(&failed->lock);
+		if (failed->state != IWARP_ASSOC_DOWN) {
+			WRITE_ONCE(failed->state, IWARP_ASSOC_DOWN);
+			failed->err = err;
+			failed->abort = true;
+		}
+		iwarp_assoc_queue(failed, iwarp_wq, &failed->close_work);
+		mutex_unlock(&failed->lock);
 		iwarp_assoc_put(failed);
 	}
 	if (up)
@@ -945,6 +962,7 @@ int iwarp_assoc_accepted(struct iwarp_conn *lsn, struct socket *sock, u16 stream
 	 * before its hook to after its publish: no close unlists between.)
 	 */
 	iwarp_assoc_get(a);
+	a->deadline = jiffies + msecs_to_jiffies(IWARP_SCTP_ASSOC_IDLE_MS);
 	iwarp_assoc_hook(a);
 	mutex_lock(&iwarp_assoc_mutex);
 	spin_lock_bh(&a->slock);
