@@ -70,6 +70,16 @@ static inline bool iwarp_sctp_rx_term_seen(const struct iwarp_sctp_rx *r)
 }
 
 /*
+ * Whether any chunk of the session came after the Initiate's answer's
+ * SSN 0 (F starts at 1; before the start all are kept ahead): the peer
+ * accepted, whether or not its Accept came.
+ */
+static inline bool iwarp_sctp_rx_heard(const struct iwarp_sctp_rx *r)
+{
+	return r && (r->seq.ahead || r->seq.front != 1 || r->term_kept || r->ended);
+}
+
+/*
  * The session leaves its stream (rx_mutex): what it kept goes, and its
  * sequencer stays with the stream if the peer may still send chunks of it
  * (those its Session Terminate overtook, or all up to a Terminate yet to

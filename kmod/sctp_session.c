@@ -41,6 +41,8 @@
 
 /* sctp_answer when the association went down before the answer came */
 #define IWARP_SCTP_ANSWER_DOWN	0xffff
+/* ... when the peer's Terminate ended a session it accepted (DDP-SSN >= 1) */
+#define IWARP_SCTP_ANSWER_ENDED	0xfffe
 
 /* ------------------------------------------------------------ sending */
 
@@ -432,6 +434,11 @@ void iwarp_sctp_session_work(struct iwarp_conn *conn)
 			err = -READ_ONCE(conn->tcp_err) ?: -ECONNRESET;
 			goto fail;
 		}
+		if (answer == IWARP_SCTP_ANSWER_ENDED) {
+			/* Accepted, then ended by the peer: ours follows (close). */
+			err = -ECONNRESET;
+			goto fail;
+		}
 		if (answer == IWP_SCTP_REJECT) {
 			conn->res.peer_reject = true;
 			err = -ECONNREFUSED;
@@ -716,7 +723,7 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 	list_del_init(&conn->assoc_node);
 	s = a->slots && conn->sid < a->nstreams ? &a->slots[conn->sid] : NULL;
 	if (s && s->conn == conn) {
-		bool answered;
+		bool answered, opened;
 		u16 ssn;
 		u8 state;
 
@@ -726,11 +733,9 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		/* The peer's Terminate came, though not acted on (kept, or a QP in error). */
 		if (iwarp_sctp_rx_term_seen(conn->srx))
 			s->peer_term = true;
+		/* A session the peer opened: accepted, or its chunks came first. */
+		opened = state != IWARP_SLOT_INITIATE_SENT || iwarp_sctp_rx_heard(conn->srx);
 		mutex_unlock(&a->rx_mutex);
-		/*
-		 * No Terminate after a Reject or a Terminate answering the
-		 * Initiate, nor for an Initiate not answered yet.
-		 */
 		/*
 		 * The transmit engine sends no more: the Terminate takes the
 		 * DDP-SSN after the last segment SCTP took.
@@ -739,8 +744,12 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		conn->sctp_tx_off = true;
 		ssn = conn->sctp_tx_ssn++;
 		mutex_unlock(&conn->tx_lock);
-		/* No room now: owed, cm_work sends it once there is (quarantine waits). */
-		if (!answered && state != IWARP_SLOT_INITIATE_SENT &&
+		/*
+		 * No Terminate after a Reject or a Terminate answering the
+		 * Initiate, nor for an Initiate not answered yet. No room
+		 * now: owed, cm_work sends it once there is (quarantine waits).
+		 */
+		if (!answered && opened &&
 		    iwarp_sctp_ctl_send(a, conn->sid, ssn, IWP_SCTP_TERMINATE,
 					NULL) == -EAGAIN) {
 			mutex_lock(&a->rx_mutex);
@@ -760,11 +769,19 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		 * (drain), the other at once.
 		 */
 		mutex_lock(&a->rx_mutex);
+		if (!opened && !s->answered &&
+		    (s->state != IWARP_SLOT_INITIATE_SENT || iwarp_sctp_rx_heard(conn->srx))) {
+			/* Accepted since the look above: ours is owed (cm_work). */
+			opened = true;
+			s->term_owed = true;
+			s->term_ssn = ssn;
+			a->rx_requests = true;
+		}
 		/* Its answer may still come, for the stream alone (iwarp_sctp_ctl_rx()). */
-		s->abandoned = !s->answered && s->state == IWARP_SLOT_INITIATE_SENT;
+		s->abandoned = !s->answered && !opened;
 		if (s->answered)
 			state = IWARP_SLOT_FREE;
-		else if (!s->peer_term || s->state == IWARP_SLOT_INITIATE_SENT)
+		else if (!s->peer_term || !opened)
 			state = IWARP_SLOT_QUARANTINE;
 		else
 			state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
@@ -972,11 +989,17 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 		}
 		s->peer_term = true;
 		if (s->state == IWARP_SLOT_INITIATE_SENT) {
+			/*
+			 * DDP-SSN 0 refuses our Initiate (SCTP-18); a later
+			 * one ends a session the peer accepted, its Accept
+			 * overtaken: our Terminate is owed then (close).
+			 */
 			spin_lock_irqsave(&conn->lock, flags);
 			if (!conn->sctp_answer)
-				conn->sctp_answer = IWP_SCTP_TERMINATE;
+				conn->sctp_answer = c->ssn ? IWARP_SCTP_ANSWER_ENDED :
+					IWP_SCTP_TERMINATE;
 			spin_unlock_irqrestore(&conn->lock, flags);
-			s->answered = true;
+			s->answered = !c->ssn;
 			iwarp_cm_kick(conn);
 			return;
 		}

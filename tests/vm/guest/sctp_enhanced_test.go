@@ -90,6 +90,7 @@ func TestSCTPEnhanced(t *testing.T) {
 		{"initiator-falls-back-to-plain", enhInitiatorFallback},
 		{"initiator-abandoned-then-refused", enhInitiatorAbandoned},
 		{"initiator-abandoned-then-accepted", enhInitiatorAbandonedAccepted},
+		{"initiator-accept-overtaken", enhInitiatorAcceptOvertaken},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -497,20 +498,21 @@ func enhInitiatorFallback(t *testing.T, tp *Topology) {
 	}
 }
 
-// enhInitiatorAbandoned: a Dial gives up on an unanswered Initiate (its
-// stream quarantined, 2.3); the peer's Terminate with DDP-SSN 0 then
-// refuses it, which frees the stream: with one stream, the next Dial gets
-// it.
-func enhInitiatorAbandoned(t *testing.T, tp *Topology) {
+// enhUnanswered starts a Dial (timeout 1 s) whose Initiate the raw peer
+// reads and answers with nothing; early runs before that Dial's end, and
+// its error must be ETIMEDOUT. Then a second Dial from a fresh QP must get
+// the one stream back: the peer reads its Initiate and accepts.
+func enhUnanswered(t *testing.T, tp *Topology, early, after func(*hostilePeer)) {
 	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
 	addr, accept := hostileRawListener(t, tp, 1)
 	dial := enhDial(e.qp, addr, userlib.ConnParams{PrivateData: []byte("first"), Timeout: time.Second})
 	p := accept()
 	enhChunk(t, p.next(t), 0, 0, wire.FuncEnhancedInitiate)
+	early(p)
 	if err := <-dial; !errors.Is(err, syscall.ETIMEDOUT) {
 		t.Fatalf("the unanswered Dial: %v, want ETIMEDOUT", err)
 	}
-	p.control(t, 0, 0, wire.FuncTerminate, nil)
+	after(p)
 	dial = enhDial(sctpQP(t, e), addr, userlib.ConnParams{PrivateData: []byte("second")})
 	m := p.next(t)
 	if c := enhChunk(t, m, 0, 0, wire.FuncEnhancedInitiate); string(c.PrivateData) != "second" {
@@ -522,6 +524,23 @@ func enhInitiatorAbandoned(t *testing.T, tp *Topology) {
 	}
 }
 
+// enhInitiatorAbandoned: a Dial gives up on an unanswered Initiate (its
+// stream quarantined, 2.3); the peer's Terminate with DDP-SSN 0 then
+// refuses it, which frees the stream: with one stream, the next Dial gets
+// it.
+func enhInitiatorAbandoned(t *testing.T, tp *Topology) {
+	enhUnanswered(t, tp, func(*hostilePeer) {}, func(p *hostilePeer) {
+		p.control(t, 0, 0, wire.FuncTerminate, nil)
+	})
+}
+
+// enhAcceptedSession is what a peer that accepted without an Accept sends:
+// its data (DDP-SSN 1) and its Terminate (2).
+func enhAcceptedSession(t *testing.T, p *hostilePeer) {
+	p.segment(t, 0, 1, sendSeg(1, []byte("data of a session the Dial gave up")))
+	p.control(t, 0, 2, wire.FuncTerminate, nil)
+}
+
 // enhInitiatorAbandonedAccepted: a Dial gives up on an unanswered
 // Initiate; the peer had accepted it, but its Accept never comes: its data
 // (DDP-SSN 1) and its Terminate (2) do. That proves the session: our side
@@ -529,24 +548,20 @@ func enhInitiatorAbandoned(t *testing.T, tp *Topology) {
 // the stream once both Terminates went, so the next Dial gets it (one
 // stream).
 func enhInitiatorAbandonedAccepted(t *testing.T, tp *Topology) {
-	e := newRdmaEnd(t, tp.A, 1<<16, rdmaAccess)
-	addr, accept := hostileRawListener(t, tp, 1)
-	dial := enhDial(e.qp, addr, userlib.ConnParams{PrivateData: []byte("first"), Timeout: time.Second})
-	p := accept()
-	enhChunk(t, p.next(t), 0, 0, wire.FuncEnhancedInitiate)
-	if err := <-dial; !errors.Is(err, syscall.ETIMEDOUT) {
-		t.Fatalf("the unanswered Dial: %v, want ETIMEDOUT", err)
-	}
-	p.segment(t, 0, 1, sendSeg(1, []byte("data of a session the Dial gave up")))
-	p.control(t, 0, 2, wire.FuncTerminate, nil)
-	p.expectControl(t, 0, 1, wire.FuncTerminate)
-	dial = enhDial(sctpQP(t, e), addr, userlib.ConnParams{PrivateData: []byte("second")})
-	m := p.next(t)
-	if c := enhChunk(t, m, 0, 0, wire.FuncEnhancedInitiate); string(c.PrivateData) != "second" {
-		t.Fatalf("peer read %v; want the second Dial's Initiate", m)
-	}
-	p.enhAccept(t, 0, wire.RDMAConnData{IRD: 16, ORD: 16})
-	if err := <-dial; err != nil {
-		t.Fatalf("the second Dial: %v", err)
-	}
+	enhUnanswered(t, tp, func(*hostilePeer) {}, func(p *hostilePeer) {
+		enhAcceptedSession(t, p)
+		p.expectControl(t, 0, 1, wire.FuncTerminate)
+	})
+}
+
+// enhInitiatorAcceptOvertaken: as enhInitiatorAbandonedAccepted, but the
+// peer's data and Terminate come while the Dial still waits for an answer.
+// They are no answer (only DDP-SSN 0 answers), so the Dial still times out;
+// they prove the session all the same, so our Terminate (DDP-SSN 1) follows
+// and the stream is free for the next Dial (without it, neither side owes
+// a Terminate, and the association shuts down idle).
+func enhInitiatorAcceptOvertaken(t *testing.T, tp *Topology) {
+	enhUnanswered(t, tp, func(p *hostilePeer) { enhAcceptedSession(t, p) }, func(p *hostilePeer) {
+		p.expectControl(t, 0, 1, wire.FuncTerminate)
+	})
 }
