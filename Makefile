@@ -158,11 +158,15 @@ test: deps
 	$(MAKE) all $(GUEST)
 	$(MAKE) kmod-debug $(GUEST)
 	$(MAKE) sparse checkpatch $(GUEST)
+	$(MAKE) kmod-k612
+	$(MAKE) checkpatch KVER=$$(sh scripts/k612.sh --no-install)
 	$(MAKE) install-check $(GUEST)
 	$(MAKE) test-proto
 	$(MAKE) -C tests/proto fuzz-smoke
 	$(MAKE) vet check-generated
 	IWARP_VM_REQUIRED=1 $(GO) test -count=1 -timeout 60m ./...
+	IWARP_KVER=$$(sh scripts/k612.sh --no-install) IWARP_VM_REQUIRED=1 IWARP_VM_RUN='$(K612_CI_RUN)' \
+		$(GO) test -count=1 -timeout 30m -run TestVM ./tests/vm/
 
 # The debug guest kernel (tests/vm/debug-kernel.config, scripts/kdebug.sh),
 # cached outside the clone; iwarp.ko built against it into
@@ -197,6 +201,10 @@ test-debug: kmod-kdebug go opcheck connrate
 # when missing; the module builds into build/iwarp-<version>.ko; test-k612
 # runs K612_RUN of the VM suite on it (all of it with K612_RUN=.).
 K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestMalformed|TestPerf.*|TestSCTP.*)$$
+# What `make test` runs on 6.12 after the whole suite on 6.1: load and
+# unload, links, the RDMA matrix, malformed traffic, perf against siw and
+# TCP, the siw interop cells, DDP over SCTP, persistence.
+K612_CI_RUN := ^(TestHarness.*|TestModule.*|TestLinkCLI|TestLinkCtl|TestRDMAMatrix|TestMalformed|TestPerf|TestSiwSanity|TestSiwOps|TestSCTPMatrix|TestSCTPSession|TestPersistence)$$
 
 deps-k612:
 	@sh scripts/deps.sh
