@@ -29,17 +29,21 @@ endif
 BIN := $(CURDIR)/bin
 DEBUG ?=
 GOFLAGS_BUILD := -trimpath
+VERSION := $(shell cat VERSION)
 export CGO_ENABLED := 0
 
 .PHONY: all help deps kmod kmod-debug ksrc go opcheck connrate generate check-generated conformance test test-host \
 	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug \
-	deps-k612 kmod-k612 test-k612 install install-check
+	deps-k612 kmod-k612 test-k612 install install-check dkms deb deb-check
 
 all: kmod go opcheck connrate
 
 help:
 	@echo "make            build the module for $(KVER) (the running kernel if its headers are installed, else the guest kernel) and bin/*"
 	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it and libcrc32c), iwarpctl, iwarp-perf, bash completion, the iwarp systemd unit and /etc/iwarp/iwarp.conf (DESTDIR, PREFIX=/usr/local)"
+	@echo "sudo make dkms  the module's sources to /usr/src/iwarp-$(VERSION), dkms builds and installs it for every kernel with headers, and again on kernel upgrades"
+	@echo "make deb        build/deb/iwarp_$(VERSION)_amd64.deb (the tools, unit, configuration) and iwarp-dkms_$(VERSION)_all.deb (the module through DKMS)"
+	@echo "make deb-check  the packages checked and their DKMS install, upgrade and removal run in private trees (part of make test)"
 	@echo "make deps       install what a fresh Debian 12 machine lacks (apt)"
 	@echo "make kmod kmod-debug sparse KVER=V  the module for another kernel (docs/KERNELS.md)"
 	@echo "make test-k612  Debian's 6.12 LTS installed beside 6.1, the module built for it, VM tests on it"
@@ -153,6 +157,32 @@ install-check:
 	$(MAKE) -s install DESTDIR=$(CURDIR)/build/install-check
 	@sh scripts/install-check.sh build/install-check $(KVER) $(PREFIX)
 
+# DKMS (docs/INSTALL.md): the module's sources and dist/dkms/dkms.conf in
+# /usr/src/iwarp-$(VERSION), then what the iwarp-dkms package's postinst
+# does: dkms add, and build and install for every kernel with headers.
+# Run again, it replaces that version's build with the tree's.
+dkms:
+	@test "$$(id -u)" = 0 || { echo "make dkms: run as root (sudo make dkms)"; exit 1; }
+	@PATH=$$PATH:/usr/sbin command -v dkms >/dev/null || { echo "make dkms: dkms is missing: apt-get install dkms"; exit 1; }
+	@! dpkg-query -W -f='$${Status}' iwarp-dkms 2>/dev/null | grep -q "ok installed" || \
+		{ echo "make dkms: the iwarp-dkms package is installed: upgrade it (make deb) or remove it first"; exit 1; }
+	@if [ -n "$$(PATH=$$PATH:/usr/sbin dkms status -m iwarp -v $(VERSION))" ]; then \
+		PATH=$$PATH:/usr/sbin dkms remove -m iwarp -v $(VERSION) --all; fi
+	rm -rf /usr/src/iwarp-$(VERSION)
+	sh scripts/mkdeb.sh src /usr/src/iwarp-$(VERSION)
+	sed 's/@VERSION@/$(VERSION)/g' dist/deb/iwarp-dkms.postinst | PATH=$$PATH:/usr/sbin sh -s configure
+
+# build/deb/iwarp_$(VERSION)_ARCH.deb and iwarp-dkms_$(VERSION)_all.deb
+# (scripts/mkdeb.sh; dpkg-deb only).
+deb: go
+	sh scripts/mkdeb.sh deb build/deb
+
+# The packages' contents and lintian, and the iwarp-dkms maintainer
+# scripts run with dkms on private trees: install for every kernel with
+# headers, an upgrade, a removal (scripts/deb-check.sh; the host unchanged).
+deb-check: go
+	@sh scripts/deb-check.sh build/deb-check
+
 # Host tests and VM tests in one `go test` run, so its summary closes the output.
 test: deps
 	$(MAKE) all $(GUEST)
@@ -161,6 +191,7 @@ test: deps
 	$(MAKE) kmod-k612
 	$(MAKE) checkpatch KVER=$$(sh scripts/k612.sh --no-install)
 	$(MAKE) install-check $(GUEST)
+	$(MAKE) deb-check
 	$(MAKE) test-proto
 	$(MAKE) -C tests/proto fuzz-smoke
 	$(MAKE) vet check-generated

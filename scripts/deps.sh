@@ -3,7 +3,8 @@
 # Installs what a fresh Debian 12 machine lacks to build and test iwarp:
 # the guest kernel and its headers, QEMU, the initramfs tools, the C
 # toolchains and checkers, and the interop peers the guest tests run (siw's
-# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool). Idempotent and
+# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool), and dkms
+# and lintian for the package checks (scripts/deb-check.sh). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
 # `deps.sh kdebug` adds what building the debug guest kernel needs
 # (scripts/kdebug.sh, make test-debug).
@@ -15,6 +16,7 @@ bc
 busybox-static
 clang
 cpio
+dkms
 ethtool
 ibverbs-providers
 ibverbs-utils
@@ -24,10 +26,12 @@ kmod
 libclang-rt-14-dev
 libibverbs-dev
 librdmacm-dev
+lintian
 linux-source-6.1
 linux-headers-amd64
 linux-image-amd64
 llvm
+openssl
 perftest
 qemu-system-x86
 rdma-core
