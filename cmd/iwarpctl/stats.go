@@ -45,11 +45,14 @@ type statsOpts struct {
 // before anything is opened, so that a mistake is a usage error.
 func (o *statsOpts) flags(a *app, cmd *cobra.Command) {
 	fl := cmd.PersistentFlags()
-	fl.StringVarP(&o.output, "output", "o", formatText, "output format: text, json (as -j) or prometheus")
+	fl.StringVarP(&o.output, "output", "o", formatText, "output `FORMAT`: text, json (as -j) or prometheus")
 	fl.StringVar(&o.textfile, "textfile", "", "write the prometheus output to `PATH` (through PATH.tmp and a rename), not stdout")
 	fl.BoolVarP(&o.watch, "watch", "w", false, "print the counters' deltas and rates every interval until interrupted")
-	fl.StringVarP(&o.interval, "interval", "i", "1", "with --watch: seconds between screens (a number or a duration: 0.5, 2s, 500ms)")
+	fl.StringVarP(&o.interval, "interval", "i", "1", "with --watch: the `INTERVAL` between screens, in seconds or as a duration (0.5, 2s, 500ms)")
 	fl.IntVarP(&o.count, "count", "c", 0, "with --watch: stop after `N` screens (0: until interrupted)")
+	cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{formatText, formatJSON, formatPrometheus}, cobra.ShellCompDirectiveNoFileComp
+	})
 	check := func(c *cobra.Command, _ []string) error {
 		if err := o.check(a, c); err != nil {
 			return err

@@ -460,3 +460,12 @@ func TestIsTerminal(t *testing.T) {
 		t.Error("a regular file is a terminal")
 	}
 }
+
+func TestStatsOutputCompletion(t *testing.T) {
+	_, out, _ := runCLI(t, promClient(), "__complete", "stats", "-o", "")
+	for _, w := range []string{"text", "json", "prometheus"} {
+		if !strings.Contains(out, w+"\n") {
+			t.Errorf("-o completion lacks %s:\n%s", w, out)
+		}
+	}
+}
