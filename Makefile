@@ -34,13 +34,13 @@ export CGO_ENABLED := 0
 
 .PHONY: all help deps kmod kmod-debug ksrc go opcheck connrate generate check-generated conformance test test-host \
 	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug \
-	deps-k612 kmod-k612 test-k612 install install-check dkms deb deb-check
+	deps-k612 kmod-k612 test-k612 install install-check dkms deb deb-check man
 
 all: kmod go opcheck connrate
 
 help:
 	@echo "make            build the module for $(KVER) (the running kernel if its headers are installed, else the guest kernel) and bin/*"
-	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it and libcrc32c), iwarpctl, iwarp-perf, bash completion, the iwarp systemd unit and /etc/iwarp/iwarp.conf (DESTDIR, PREFIX=/usr/local)"
+	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it and libcrc32c), iwarpctl, iwarp-perf, their man pages, bash completion, the iwarp systemd unit and /etc/iwarp/iwarp.conf (DESTDIR, PREFIX=/usr/local)"
 	@echo "sudo make dkms  the module's sources to /usr/src/iwarp-$(VERSION), dkms builds and installs it for every kernel with headers, and again on kernel upgrades"
 	@echo "make deb        build/deb/iwarp_$(VERSION)_amd64.deb (the tools, unit, configuration) and iwarp-dkms_$(VERSION)_all.deb (the module through DKMS)"
 	@echo "make deb-check  the packages checked and their DKMS install, upgrade and removal run in private trees (part of make test)"
@@ -57,6 +57,7 @@ help:
 	@echo "make sparse     sparse (C=2) over the module"
 	@echo "make checkpatch checkpatch.pl over kmod/ and uapi/"
 	@echo "make generate   regenerate uapi/iwarp.h, kmod/nl_gen.[ch], netlinkproto/ from netlinkproto/iwarp.yaml"
+	@echo "make man        regenerate man/iwarpctl.8 and man/iwarp-perf.1 from the tools' own --help"
 	@echo "make conformance regenerate docs/CONFORMANCE.md from SPEC-NOTES.md (SPEC_NOTES=path), the tests and docs/conformance-notes.txt"
 
 deps:
@@ -106,9 +107,18 @@ SPEC_NOTES ?= ../shared/docs/SPEC-NOTES.md
 conformance:
 	$(GO) run ./tests/conformance -root . -spec $(SPEC_NOTES)
 
-check-generated: generate
+# The man pages: internal/mangen runs the built tools with --help, down
+# their command trees, and writes roff from what they print.
+
+man: go
+	@mkdir -p man
+	$(GO) run ./internal/mangen -o man $(BIN)/iwarpctl:8 $(BIN)/iwarp-perf:1
+
+check-generated: generate man
 	@git diff --exit-code -- uapi/iwarp.h kmod/nl_gen.c kmod/nl_gen.h netlinkproto/zz_generated.go \
 		|| { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+	@git diff --exit-code -- man/ && test -z "$$(git status --porcelain -- man/)" \
+		|| { git status --short -- man/; echo "man pages are stale: run 'make man' and commit"; exit 1; }
 
 # Fails on any sparse report (endianness included). -Wno-flexible-array-array:
 # the kernel's own include/net/sctp/structs.h (read by kmod/sctp_assoc.c for
@@ -132,8 +142,8 @@ fuzz:
 	$(MAKE) -C tests/proto fuzz FUZZ_TIME=$(or $(FUZZ_TIME),10)
 
 # Installs what a user runs: the module for $(KVER) under updates/ with
-# depmod (so modprobe finds it and the libcrc32c it needs), the tools,
-# iwarpctl's bash completion, and the iwarp systemd unit with an example
+# depmod (so modprobe finds it and the libcrc32c it needs), the tools and
+# their man pages, iwarpctl's bash completion, and the iwarp systemd unit with an example
 # /etc/iwarp/iwarp.conf (kept if one exists). DESTDIR stages it elsewhere.
 PREFIX ?= /usr/local
 install: kmod go
@@ -143,6 +153,8 @@ install: kmod go
 	install -D -m 0755 $(BIN)/iwarp-perf $(DESTDIR)$(PREFIX)/bin/iwarp-perf
 	@mkdir -p $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	$(BIN)/iwarpctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/iwarpctl
+	install -D -m 0644 man/iwarpctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/iwarpctl.8
+	install -D -m 0644 man/iwarp-perf.1 $(DESTDIR)$(PREFIX)/share/man/man1/iwarp-perf.1
 	install -D -m 0644 docs/INSTALL.md $(DESTDIR)$(PREFIX)/share/doc/iwarp/INSTALL.md
 	@mkdir -p $(DESTDIR)/etc/systemd/system
 	sed 's|@PREFIX@|$(PREFIX)|g' dist/iwarp.service > $(DESTDIR)/etc/systemd/system/iwarp.service
@@ -151,7 +163,8 @@ install: kmod go
 
 # `make install` staged in a scratch DESTDIR and checked: the module with
 # the project's version and its dependency on libcrc32c as modinfo reads
-# it, depmod's entry for it, the tools and the completion.
+# it, depmod's entry for it, the tools, the man pages (rendered without a
+# warning) and the completion.
 install-check:
 	@rm -rf build/install-check
 	$(MAKE) -s install DESTDIR=$(CURDIR)/build/install-check

@@ -3,8 +3,9 @@
 # Installs what a fresh Debian 12 machine lacks to build and test iwarp:
 # the guest kernel and its headers, QEMU, the initramfs tools, the C
 # toolchains and checkers, and the interop peers the guest tests run (siw's
-# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool), and dkms
-# and lintian for the package checks (scripts/deb-check.sh). Idempotent and
+# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool), groff-base
+# (install-check renders the man pages), and dkms and lintian for the
+# package checks (scripts/deb-check.sh). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
 # `deps.sh kdebug` adds what building the debug guest kernel needs
 # (scripts/kdebug.sh, make test-debug).
@@ -18,6 +19,7 @@ clang
 cpio
 dkms
 ethtool
+groff-base
 ibverbs-providers
 ibverbs-utils
 iperf3

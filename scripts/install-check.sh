@@ -3,7 +3,8 @@
 # Checks what `make install DESTDIR=D` staged in D (Makefile install-check):
 # the module for KVER under updates/ with the project's version and its
 # dependency on libcrc32c (modinfo), depmod's entry for it, the tools
-# (which print the same version), iwarpctl's bash completion, the systemd
+# (which print the same version), their man pages (which groff, or man,
+# renders without a warning), iwarpctl's bash completion, the systemd
 # unit and the example configuration (which iwarpctl -b runs).
 #
 #   install-check.sh D KVER PREFIX
@@ -26,6 +27,24 @@ for t in iwarpctl iwarp-perf; do
 done
 v=$("$d$prefix/bin/iwarpctl" -V)
 [ "$v" = "iwarpctl $want" ] || fail "iwarpctl -V says '$v'"
+# The man pages, rendered as man would, every warning on (-ww): any
+# output on stderr fails.
+for page in man8/iwarpctl.8 man1/iwarp-perf.1; do
+	f="$d$prefix/share/man/$page"
+	[ -f "$f" ] || fail "$prefix/share/man/$page not installed"
+	name=$(basename "$page" | sed 's/\.[0-9]$//')
+	if command -v groff >/dev/null 2>&1; then
+		warn=$(groff -man -Tutf8 -ww -z "$f" 2>&1)
+		text=$(groff -man -Tascii "$f" 2>/dev/null)
+	elif command -v man >/dev/null 2>&1; then
+		warn=$(MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)
+		text=$(MANWIDTH=80 man -l "$f" 2>/dev/null)
+	else
+		fail "neither groff nor man to render the man pages (apt-get install groff-base)"
+	fi
+	[ -z "$warn" ] || fail "$page: warnings when rendered: $warn"
+	printf '%s\n' "$text" | grep -q "^ *$name - " || fail "$page: no NAME line for $name when rendered"
+done
 grep -q 'iwarpctl' "$d$prefix/share/bash-completion/completions/iwarpctl" ||
 	fail "no bash completion for iwarpctl"
 unit="$d/etc/systemd/system/iwarp.service"
@@ -36,4 +55,4 @@ grep -qx "ExecStart=$prefix/bin/iwarpctl -b /etc/iwarp/iwarp.conf" "$unit" ||
 [ -f "$d/etc/iwarp/iwarp.conf" ] || fail "no /etc/iwarp/iwarp.conf"
 # The example configuration is a valid batch (comments only) for the tool.
 "$d$prefix/bin/iwarpctl" -b "$d/etc/iwarp/iwarp.conf" || fail "the example configuration does not run"
-echo "install-check: $ko ($ver, needs libcrc32c) in modules.dep, iwarpctl, iwarp-perf, the completion and the iwarp unit staged for $kver"
+echo "install-check: $ko ($ver, needs libcrc32c) in modules.dep, iwarpctl, iwarp-perf, their man pages, the completion and the iwarp unit staged for $kver"

@@ -30,6 +30,7 @@ type fakeClient struct {
 	// moduleVersion is the loaded module's ("": not loaded).
 	moduleVersion string
 	dev           *ctl.Dev
+	failQPs       error // returned by QPs when set
 }
 
 func (f *fakeClient) Dev() (*ctl.Dev, error) { return f.dev, nil }
@@ -38,7 +39,12 @@ func (f *fakeClient) CMs() ([]ctl.CM, error) { return append([]ctl.CM{}, f.cms..
 
 func (f *fakeClient) MRs() ([]ctl.MR, error) { return append([]ctl.MR{}, f.mrs...), nil }
 func (f *fakeClient) CQs() ([]ctl.CQ, error) { return append([]ctl.CQ{}, f.cqs...), nil }
-func (f *fakeClient) QPs() ([]ctl.QP, error) { return append([]ctl.QP{}, f.qps...), nil }
+func (f *fakeClient) QPs() ([]ctl.QP, error) {
+	if f.failQPs != nil {
+		return nil, f.failQPs
+	}
+	return append([]ctl.QP{}, f.qps...), nil
+}
 
 func (f *fakeClient) Close() error { return nil }
 

@@ -161,6 +161,8 @@ type qpStats struct {
 	PeerAddr  *netip.Addr `json:"peer_addr"`
 	PeerPort  *uint16     `json:"peer_port"`
 	ctl.Stats
+	// Transport is the connection's, "tcp" or "sctp"; "" without one.
+	Transport string `json:"-"`
 }
 
 func splitAddrPort(ap netip.AddrPort) (*netip.Addr, *uint16) {
@@ -188,6 +190,10 @@ func collectStats(qps []ctl.QP, cms []ctl.CM) []qpStats {
 			s.CM = &id
 			s.LocalAddr, s.LocalPort = splitAddrPort(m.Local)
 			s.PeerAddr, s.PeerPort = splitAddrPort(m.Peer)
+			s.Transport = "tcp"
+			if m.SCTP != nil {
+				s.Transport = "sctp"
+			}
 		}
 		out = append(out, s)
 	}
@@ -208,6 +214,7 @@ type linkStats struct {
 	RxFPDUs   uint64          `json:"rx_fpdus"`
 	CRCErrors uint64          `json:"crc_errors"`
 	Terms     []ctl.TermCount `json:"terminates"`
+	State     ctl.LinkState   `json:"-"`
 }
 
 // statsJSON is what iwarpctl -j stats prints.
@@ -233,40 +240,57 @@ func termCounts(tcs []ctl.TermCount) string {
 	return strings.Join(parts, ",")
 }
 
+// gatherStats reads the rows of iwarpctl stats that f keeps: the links
+// (none when f selects QPs) and the QPs with their connections.
+func gatherStats(c client, f filter) (statsJSON, error) {
+	links, err := c.Links()
+	if err != nil {
+		return statsJSON{}, err
+	}
+	if f.selects() {
+		links = nil // the filters select QPs
+	}
+	qps, err := c.QPs()
+	if err != nil {
+		return statsJSON{}, err
+	}
+	if qps, err = apply(f, qps, qpID, func(q ctl.QP) bool { return f.pidIs(q.PID) }); err != nil {
+		return statsJSON{}, err
+	}
+	cms, err := c.CMs()
+	if err != nil {
+		return statsJSON{}, err
+	}
+	lrows := make([]linkStats, 0, len(links))
+	for _, l := range links {
+		st := l.Stats
+		if st.Terms == nil {
+			st.Terms = []ctl.TermCount{}
+		}
+		lrows = append(lrows, linkStats{Index: l.Index, Name: l.Name, Link: l.Name, Netdev: l.Netdev, TxBytes: st.TxBytes,
+			RxBytes: st.RxBytes, TxFPDUs: st.TxFPDUs, RxFPDUs: st.RxFPDUs, CRCErrors: st.CRCErrors,
+			Terms: st.Terms, State: l.State})
+	}
+	return statsJSON{Links: lrows, QPs: collectStats(qps, cms)}, nil
+}
+
 func newStatsCmd(a *app) *cobra.Command {
+	var o statsOpts
 	show := func(c client, f filter) error {
-		links, err := c.Links()
+		if o.watch {
+			return a.watchStats(o.ctx, c, f, o)
+		}
+		st, err := gatherStats(c, f)
 		if err != nil {
 			return err
 		}
-		if f.selects() {
-			links = nil // the filters select QPs
+		switch {
+		case o.format == formatPrometheus:
+			return a.writePrometheus(st, o.textfile)
+		case o.format == formatJSON:
+			return a.printJSON(st)
 		}
-		qps, err := c.QPs()
-		if err != nil {
-			return err
-		}
-		if qps, err = apply(f, qps, qpID, func(q ctl.QP) bool { return f.pidIs(q.PID) }); err != nil {
-			return err
-		}
-		cms, err := c.CMs()
-		if err != nil {
-			return err
-		}
-		lrows := make([]linkStats, 0, len(links))
-		for _, l := range links {
-			st := l.Stats
-			if st.Terms == nil {
-				st.Terms = []ctl.TermCount{}
-			}
-			lrows = append(lrows, linkStats{Index: l.Index, Name: l.Name, Link: l.Name, Netdev: l.Netdev, TxBytes: st.TxBytes,
-				RxBytes: st.RxBytes, TxFPDUs: st.TxFPDUs, RxFPDUs: st.RxFPDUs, CRCErrors: st.CRCErrors,
-				Terms: st.Terms})
-		}
-		rows := collectStats(qps, cms)
-		if a.g.JSON {
-			return a.printJSON(statsJSON{Links: lrows, QPs: rows})
-		}
+		lrows, rows := st.Links, st.QPs
 		t := newTable(a.stdout)
 		if len(lrows) > 0 {
 			t.row("LINK", "NETDEV", "TX-BYTES", "RX-BYTES", "TX-FPDUS", "RX-FPDUS", "CRC-ERRORS",
@@ -289,14 +313,7 @@ func newStatsCmd(a *app) *cobra.Command {
 		t.row("QP", "STATE", "CM", "PEER", "TX-BYTES", "RX-BYTES", "TX-FPDUS", "RX-FPDUS", "CRC-ERRORS",
 			"TERM-SENT", "TERM-RCVD", "PID", "COMM")
 		for _, r := range rows {
-			cm, peer := "-", "-"
-			if r.CM != nil {
-				cm = u32s(*r.CM)
-				if r.PeerAddr != nil {
-					peer = netip.AddrPortFrom(*r.PeerAddr, *r.PeerPort).String()
-				}
-			}
-			t.row(u32s(r.QP), r.State.String(), cm, peer, u64s(r.TxBytes), u64s(r.RxBytes),
+			t.row(u32s(r.QP), r.State.String(), cmCol(r), peerCol(r), u64s(r.TxBytes), u64s(r.RxBytes),
 				u64s(r.TxFPDUs), u64s(r.RxFPDUs), u64s(r.CRCErrors), termString(r.TermSent),
 				termString(r.TermRcvd), u32s(r.PID), r.Comm)
 		}
@@ -305,7 +322,8 @@ func newStatsCmd(a *app) *cobra.Command {
 	cmd := newResourceCmd(a, "stats", "Show the counters of the links and of the queue pairs",
 		`Show the counters of every link and of every queue pair and its connection.
 
-  iwarpctl stats [show|list] [qp QP] [pid PID]`+resourceLong+`
+  iwarpctl stats [show|list] [qp QP] [pid PID] [-o text|json|prometheus]
+                 [--textfile PATH] [--watch [-i INTERVAL] [-c N]]`+resourceLong+`
 
 First one row per link: octets and FPDUs sent and received (octets with
 their MPA framing), FPDUs received with a bad CRC, and the Terminates sent
@@ -337,9 +355,53 @@ rx_ooo_max and rx_ooo_placed: over SCTP, the DDP segments that arrived
 ahead of the DDP-SSN frontier, the farthest ahead one came, and the RDMA
 Writes, Read Responses and Sends among them placed as they came, and
 rx_kept, the octets held for them now (each charged 64 more; 0 over
-TCP).`,
+TCP).
+
+-o prometheus prints the same counters in Prometheus' text exposition
+format 0.0.4, every metric with its HELP and TYPE lines, even without
+samples. Per link (labels link and netdev): iwarp_link_up (gauge, 1 if
+up), iwarp_link_tx_bytes_total, iwarp_link_rx_bytes_total,
+iwarp_link_tx_fpdus_total, iwarp_link_rx_fpdus_total,
+iwarp_link_crc_errors_total, and iwarp_link_terminates_sent_total and
+iwarp_link_terminates_rcvd_total with a label terminate (the code's name,
+or "other"). Per QP (labels qp, pid, comm, and transport, "tcp" or
+"sctp", once it has a connection): iwarp_qp_info (1, with the labels
+ctx, state, cm, local_addr, local_port, peer_addr, peer_port, term_sent
+and term_rcvd where they have a value), iwarp_qp_tx_bytes_total,
+iwarp_qp_rx_bytes_total, iwarp_qp_tx_fpdus_total,
+iwarp_qp_rx_fpdus_total, iwarp_qp_crc_errors_total,
+iwarp_qp_rx_ooo_total, iwarp_qp_rx_ooo_placed_total, and the gauges
+iwarp_qp_rx_ooo_max and iwarp_qp_rx_kept. --textfile PATH writes that
+output to PATH instead, for node_exporter's textfile collector: to
+PATH.tmp in the same directory, then renamed over PATH, so that a reader
+sees the old file or the new one, never a part; on an error PATH is left
+as it was.
+
+--watch prints, every interval (-i, 1 second by default), what the
+counters of the rows grew by since the previous screen ("+N") and the
+octets per second sent and received, until interrupted (SIGINT or
+SIGTERM: exit 0) or after -c N screens. The first screen comes after one
+interval. On a terminal each screen clears the one before. A row that
+appeared since the previous screen counts from 0.`,
 		filterSpec{rows: "qp", keys: []string{"qp", "pid"}}, show)
+	o.flags(a, cmd)
 	return cmd
+}
+
+// cmCol is the CM column of a stats row: the connection's id, "-" if none.
+func cmCol(r qpStats) string {
+	if r.CM == nil {
+		return "-"
+	}
+	return u32s(*r.CM)
+}
+
+// peerCol is the PEER column of a stats row: address:port, "-" if none.
+func peerCol(r qpStats) string {
+	if r.CM == nil || r.PeerAddr == nil {
+		return "-"
+	}
+	return netip.AddrPortFrom(*r.PeerAddr, *r.PeerPort).String()
 }
 
 func u64s(v uint64) string { return strconv.FormatUint(v, 10) }

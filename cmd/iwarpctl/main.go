@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -66,6 +67,10 @@ type app struct {
 	// moduleVersion reads the loaded module's version (os.ErrNotExist:
 	// not loaded).
 	moduleVersion func() (string, error)
+	// now and sleep replace time.Now and a timer in tests (stats --watch);
+	// nil: the real ones.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // client is the part of *ctl.Client the commands use.
