@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -192,18 +193,31 @@ done
 OUT=
 REPO=
 KMODS=
+OVERLAY=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	iwarpvm.out=*) OUT="${arg#iwarpvm.out=}" ;;
 	iwarpvm.repo=*) REPO="${arg#iwarpvm.repo=}" ;;
 	iwarpvm.kmods=*) KMODS="${arg#iwarpvm.kmods=}" ;;
+	iwarpvm.overlay=*) OVERLAY="${arg#iwarpvm.overlay=}" ;;
 	esac
 done
 [ -n "$OUT" ] || die "no iwarpvm.out= on the kernel command line"
 
 opts=trans=virtio,version=9p2000.L,msize=262144
 mkdir -p /host
-mount -t 9p -o "$opts,ro,cache=loose" hostroot /host || die "mounting the host root over 9p failed"
+if [ -n "$OVERLAY" ]; then
+	# A root of its own: the host's (read-only) under a tmpfs that takes
+	# every write.
+	mkdir -p /lower /rw
+	mount -t 9p -o "$opts,ro,cache=loose" hostroot /lower || die "mounting the host root over 9p failed"
+	mount -t tmpfs -o mode=755 tmpfs /rw || die "mount tmpfs /rw"
+	mkdir -p /rw/root/upper /rw/root/work /rw/repo/upper /rw/repo/work
+	mount -t overlay -o lowerdir=/lower,upperdir=/rw/root/upper,workdir=/rw/root/work overlay /host ||
+		die "mounting the overlay root failed"
+else
+	mount -t 9p -o "$opts,ro,cache=loose" hostroot /host || die "mounting the host root over 9p failed"
+fi
 # A kernel built outside Debian's packages (the debug kernel) brings its
 # modules in the share "kmods": they replace the host's /lib/modules, so
 # the host's modprobe in the chroot finds them.
@@ -222,7 +236,10 @@ mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm
 for d in tmp var/tmp; do
 	mount -t tmpfs -o mode=1777 tmpfs "/host/$d" || die "mount tmpfs /host/$d"
 done
-for d in run root var/log; do
+# With an overlay root, /root and /var/log are the overlay's.
+fresh="run root var/log"
+[ -z "$OVERLAY" ] || fresh=run
+for d in $fresh; do
 	mount -t tmpfs -o mode=755 tmpfs "/host/$d" || die "mount tmpfs /host/$d"
 done
 mount -t cgroup2 cgroup2 /host/sys/fs/cgroup 2>/dev/null
@@ -235,7 +252,13 @@ mkdir -p "/host$OUT" 2>/dev/null
 mount -t 9p -o "$opts" out "/host$OUT" || die "mounting the output directory over 9p failed"
 # The repository again at its own path: a checkout under /tmp (or another
 # place covered by tmpfs above) is then still visible.
-if [ -n "$REPO" ]; then
+# With an overlay root it is writable too, through an overlay of its own.
+if [ -n "$REPO" ] && [ -n "$OVERLAY" ]; then
+	mkdir -p /lowerrepo "/host$REPO" 2>/dev/null
+	mount -t 9p -o "$opts,ro" repo /lowerrepo || die "mounting the repository over 9p failed"
+	mount -t overlay -o lowerdir=/lowerrepo,upperdir=/rw/repo/upper,workdir=/rw/repo/work overlay "/host$REPO" ||
+		die "mounting the repository's overlay failed"
+elif [ -n "$REPO" ]; then
 	mkdir -p "/host$REPO" 2>/dev/null
 	mount -t 9p -o "$opts,ro" repo "/host$REPO" || die "mounting the repository over 9p failed"
 fi
@@ -273,8 +296,9 @@ exec /bin/chroot /host /sbin/modprobe "$@"
 `
 
 // initramfs returns the path of a gzipped newc initramfs holding busybox,
-// the 9p module chain and /init, building and caching it if needed.
-func initramfs(kver string) (string, error) {
+// the 9p module chain, the extra modules (with their dependencies) and
+// /init, building and caching it if needed.
+func initramfs(kver string, extra ...string) (string, error) {
 	busybox, err := findBusybox()
 	if err != nil {
 		return "", err
@@ -283,7 +307,7 @@ func initramfs(kver string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	mods, err := md.loadOrder(bootModules)
+	mods, err := md.loadOrder(append(slices.Clone(bootModules), extra...))
 	if err != nil {
 		return "", err
 	}

@@ -56,7 +56,33 @@ type Config struct {
 	Append string
 	// QEMUArgs are added to QEMU's command line.
 	QEMUArgs []string
+	// KVer is the guest kernel's version; empty means KernelVersion()
+	// (scripts/kver.sh or $IWARP_KVER). Two guests booted at once
+	// (RunPair) each name their own.
+	KVer string
+	// Overlay gives the guest a writable root of its own: an overlayfs
+	// whose upper layer is a tmpfs, over the host's root (read-only over
+	// 9p) and over the repository's share, so the guest can install
+	// software (make install, /etc) without touching the host. /root and
+	// /var/log are then the overlay's, not fresh tmpfs.
+	Overlay bool
+	// Net, if set, gives the guest a virtio-net NIC on a QEMU stream
+	// socket (RunPair joins two guests this way).
+	Net *NetConfig
 }
+
+// NetConfig is a guest's NIC: virtio-net-pci with MAC on a QEMU "stream"
+// netdev over the Unix socket Socket, which the guest listens on (Listen)
+// or connects to (the other guest's, which must listen already).
+type NetConfig struct {
+	Socket string
+	Listen bool
+	MAC    string
+}
+
+// netBootModules are the modules a guest with a NIC and an overlay root
+// needs before /init reaches the host's root.
+var netBootModules = []string{"virtio_net", "overlay"}
 
 // Result is what a boot left behind.
 type Result struct {
@@ -92,12 +118,17 @@ func qemuBinary() string {
 // Available returns nil if QEMU, the guest kernel, its modules and a static
 // busybox are present, else the reason they are not.
 func Available() error {
-	if _, err := exec.LookPath(qemuBinary()); err != nil {
-		return fmt.Errorf("vm: %w (install qemu-system-x86)", err)
-	}
 	kver, err := KernelVersion()
 	if err != nil {
 		return err
+	}
+	return AvailableFor(kver)
+}
+
+// AvailableFor is Available for the guest kernel kver.
+func AvailableFor(kver string) error {
+	if _, err := exec.LookPath(qemuBinary()); err != nil {
+		return fmt.Errorf("vm: %w (install qemu-system-x86)", err)
 	}
 	f, err := os.Open(kernelImage(kver))
 	if err != nil {
@@ -188,6 +219,9 @@ func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel, kver string) []stri
 	}
 	kAppend, kQEMU := kernelExtras(kver)
 	appendLine := "console=ttyS0 tsc=reliable panic=-1 quiet iwarpvm.out=" + dir + " iwarpvm.repo=" + repo
+	if cfg.Overlay {
+		appendLine += " iwarpvm.overlay=1"
+	}
 	if len(kAppend) > 0 {
 		appendLine += " " + strings.Join(kAppend, " ")
 	}
@@ -208,7 +242,19 @@ func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel, kver string) []stri
 		"-virtfs", "local,path="+repo+",mount_tag=repo,security_model=none,readonly=on,multidevs=remap",
 	)
 	args = append(args, kQEMU...)
+	if n := cfg.Net; n != nil {
+		args = append(args,
+			"-netdev", fmt.Sprintf("stream,id=n0,server=%s,addr.type=unix,addr.path=%s", onOff(n.Listen), n.Socket),
+			"-device", "virtio-net-pci,netdev=n0,mac="+n.MAC)
+	}
 	return append(args, cfg.QEMUArgs...)
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // Run boots the guest, runs cfg.Script and returns what it left behind.
@@ -216,12 +262,18 @@ func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel, kver string) []stri
 // (timeout, kernel panic, broken init); the Result then holds what there
 // is. A non-zero exit code of the script alone is no error.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.KVer == "" {
+		kv, err := KernelVersion()
+		if err != nil {
+			return nil, err
+		}
+		cfg.KVer = kv
+	}
+	kver := cfg.KVer
 	if cfg.Mem == 0 {
 		cfg.Mem = 2048
-		if kv, err := KernelVersion(); err == nil {
-			if ck := customFor(kv); ck != nil && ck.has("CONFIG_KASAN") {
-				cfg.Mem = 3072 // KASAN's shadow is an eighth of it
-			}
+		if ck := customFor(kver); ck != nil && ck.has("CONFIG_KASAN") {
+			cfg.Mem = 3072 // KASAN's shadow is an eighth of it
 		}
 	}
 	if cfg.CPUs == 0 {
@@ -238,19 +290,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("vm: IWARP_VM_ACCEL=%q: want tcg or kvm", accel)
 	}
-	if err := Available(); err != nil {
+	if err := AvailableFor(kver); err != nil {
 		return nil, err
 	}
 	repo, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	kver, err := KernelVersion()
-	if err != nil {
-		return nil, err
-	}
 	kernel, _ := bootKernel(kver) // falls back to the bzImage
-	initrd, err := initramfs(kver)
+	var extra []string
+	if cfg.Net != nil || cfg.Overlay {
+		extra = netBootModules
+	}
+	initrd, err := initramfs(kver, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +313,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	for _, d := range []string{dir, repo} {
+	shared := []string{dir, repo}
+	if cfg.Net != nil {
+		shared = append(shared, cfg.Net.Socket)
+	}
+	for _, d := range shared {
 		if !filepath.IsAbs(d) || strings.ContainsAny(d, " \t\n,") {
 			return nil, fmt.Errorf("vm: shared directory %q must be absolute, without white space or commas", d)
 		}
