@@ -125,7 +125,7 @@ check-generated: generate man
 # the association's send queue) has an array of flexible structures.
 sparse: ksrc
 	@mkdir -p build
-	@$(MAKE) -s -C $(KDIR) M=$(KSRC) C=2 CF="-D__CHECK_ENDIAN__ -Wno-flexible-array-array" modules 2>&1 \
+	@$(MAKE) -s -C $(KDIR) M=$(KSRC) W=1 KCFLAGS=-Werror C=2 CF="-D__CHECK_ENDIAN__ -Wno-flexible-array-array" modules 2>&1 \
 		| tee build/sparse-$(KVER).log | grep -E "warning:|error:" && { echo "sparse: reports above"; exit 1; } || echo "sparse: clean ($(KVER))"
 
 checkpatch:
@@ -198,8 +198,8 @@ deb-check: go
 
 # Host tests and VM tests in one `go test` run, so its summary closes the output.
 test: deps
-	$(MAKE) all $(GUEST)
 	$(MAKE) kmod-debug $(GUEST)
+	$(MAKE) all $(GUEST)
 	$(MAKE) sparse checkpatch $(GUEST)
 	$(MAKE) kmod-k612
 	$(MAKE) checkpatch KVER=$$(sh scripts/k612.sh --no-install)
@@ -255,7 +255,7 @@ deps-k612:
 	@sh scripts/k612.sh >/dev/null
 
 kmod-k612: deps-k612
-	$(MAKE) kmod kmod-debug sparse KVER=$$(sh scripts/k612.sh --no-install)
+	$(MAKE) kmod-debug kmod sparse KVER=$$(sh scripts/k612.sh --no-install)
 
 test-k612: kmod-k612 go opcheck connrate
 	IWARP_KVER=$$(sh scripts/k612.sh --no-install) IWARP_VM_REQUIRED=1 IWARP_VM_RUN='$(K612_RUN)' \
