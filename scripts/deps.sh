@@ -3,7 +3,8 @@
 # Installs what a fresh Debian 12 machine lacks to build and test iwarp:
 # the guest kernel and its headers, QEMU, the initramfs tools, the C
 # toolchains and checkers, and the interop peers the guest tests run (siw's
-# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool). Idempotent and
+# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool; perf and
+# bpftrace for the tracepoint test, docs/TRACING.md). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
 # `deps.sh kdebug` adds what building the debug guest kernel needs
 # (scripts/kdebug.sh, make test-debug).
@@ -12,6 +13,7 @@ set -eu
 PKGS="
 build-essential
 bc
+bpftrace
 busybox-static
 clang
 cpio
@@ -27,6 +29,7 @@ librdmacm-dev
 linux-source-6.1
 linux-headers-amd64
 linux-image-amd64
+linux-perf
 llvm
 perftest
 qemu-system-x86
