@@ -522,7 +522,9 @@ func tracePerf(t *testing.T, tr *traceInst, tp *Topology) {
 	if _, err := ctlF.WriteString("enable\n"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ackF.SetReadDeadline(time.Now().Add(traceWait)); err != nil {
+	// perf reads its control FIFO once it has written the existing tasks
+	// and mappings to perf.data: seconds under TCG, more on a busy host.
+	if err := ackF.SetReadDeadline(time.Now().Add(2 * time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	ack := make([]byte, 16)
