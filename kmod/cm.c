@@ -29,6 +29,7 @@
 #include "link.h"
 #include "mr.h"
 #include "qp.h"
+#include "trace.h"
 
 #define IWARP_CM_MAX_ID		((1U << 24) - 1)
 
@@ -156,6 +157,7 @@ int iwarp_conn_publish(struct iwarp_conn *conn)
 				      GFP_KERNEL);
 		if (err >= 0) {
 			WRITE_ONCE(conn->published, true);
+			trace_iwarp_cm_state(conn, IWARP_TRACE_CM_NEW, READ_ONCE(conn->state));
 			err = 0;
 		}
 	}
@@ -196,6 +198,7 @@ void iwarp_conn_set_state(struct iwarp_conn *conn, u8 state)
 	unsigned long flags;
 
 	spin_lock_irqsave(&conn->lock, flags);
+	trace_iwarp_cm_state(conn, conn->state, state);
 	conn->state = state;
 	spin_unlock_irqrestore(&conn->lock, flags);
 }
@@ -539,6 +542,7 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 		return;
 	}
 	conn->closing = true;
+	trace_iwarp_cm_state(conn, conn->state, IWARP_CM_STATE_CLOSING);
 	conn->state = IWARP_CM_STATE_CLOSING;
 	sock = conn->sock;		/* set under conn->lock (cm_mpa.c) */
 	/*

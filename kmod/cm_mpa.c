@@ -44,6 +44,7 @@
 #include "link.h"
 #include "qp.h"
 #include "proto/crc.h"
+#include "trace.h"
 
 #define IWARP_CM_DEFAULT_TIMEOUT_MS	10000
 #define IWARP_MPA_V2		sizeof(struct iwp_mpa_v2_ctrl)
@@ -198,6 +199,7 @@ static void iwarp_mpa_send_term(struct iwarp_conn *conn, const struct iwp_term *
 		return;
 	}
 	conn->stats.term_sent = BIT(31) | iwarp_term_code(term);
+	trace_iwarp_term(conn, IWARP_TRACE_SENT, term->layer, term->etype, term->ecode);
 }
 
 /* ------------------------------------------------------------ policy */
@@ -806,6 +808,7 @@ static struct iwarp_conn *iwarp_cm_claim(struct iwarp_ctx *ctx, u32 conn_id,
 		spin_lock_bh(&conn->lock);
 		if (conn->kind == IWARP_CM_KIND_PASSIVE && !conn->closing &&
 		    conn->state == IWARP_CM_STATE_MPA_WAIT_ACCEPT) {
+			trace_iwarp_cm_state(conn, conn->state, IWARP_CM_STATE_MPA_WAIT_RTR);
 			conn->state = IWARP_CM_STATE_MPA_WAIT_RTR;	/* answering */
 			ok = true;
 		}

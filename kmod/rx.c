@@ -21,6 +21,7 @@
 #include "pd.h"
 #include "qp.h"
 #include "rx_int.h"
+#include "trace.h"
 
 /* A violation: Terminate @layer/@etype/@ecode about the segment in rmsg. */
 int iwarp_rx_violation(struct iwarp_conn *conn, const struct iwp_rx_ev *ev,
@@ -28,6 +29,7 @@ int iwarp_rx_violation(struct iwarp_conn *conn, const struct iwp_rx_ev *ev,
 {
 	struct iwp_term t;
 
+	trace_iwarp_rx_error(conn, layer, etype, ecode);
 	iwp_term_set(&t, layer, etype, ecode);
 	iwarp_conn_fail(conn, &t, ev ? ev->hdr : NULL, ev ? ev->hdr_len : 0,
 			ev ? ev->ulpdu_len : 0, false);
@@ -792,6 +794,8 @@ int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *end)
 		if (conn->stats.rx_fpdus > 1 || !conn->res.enhanced)
 			iwp_term_not_first(&m->u.term);
 		iwarp_rx_log_term(conn, &m->u.term);
+		trace_iwarp_term(conn, IWARP_TRACE_RCVD, m->u.term.layer, m->u.term.etype,
+				 m->u.term.ecode);
 		iwp_term_set(&t, m->u.term.layer, m->u.term.etype, m->u.term.ecode);
 		conn->rx_bad = true;
 		iwarp_conn_fail(conn, &t, NULL, 0, 0, true);

@@ -38,6 +38,7 @@
 #include "sctp_session.h"
 #include "sctp_sock.h"
 #include "xport.h"
+#include "trace.h"
 
 /* sctp_answer when the association went down before the answer came */
 #define IWARP_SCTP_ANSWER_DOWN	0xffff
@@ -100,6 +101,7 @@ static void iwarp_sctp_send_term(struct iwarp_conn *conn, const struct iwp_term 
 			     IWP_SCTP_SSN_SIZE + n, false)) {
 		conn->sctp_tx_ssn++;
 		conn->stats.term_sent = BIT(31) | iwarp_term_code(term);
+		trace_iwarp_term(conn, IWARP_TRACE_SENT, term->layer, term->etype, term->ecode);
 	}
 	mutex_unlock(&conn->tx_lock);
 	mutex_unlock(&a->lock);
@@ -363,8 +365,10 @@ static bool iwarp_sctp_retry_plain(struct iwarp_conn *conn)
 	conn->req.pd_len = conn->own_pd_len;
 	/* Not over a close's CLOSING (set with closing, under the lock). */
 	spin_lock_irqsave(&conn->lock, flags);
-	if (!conn->closing)
+	if (!conn->closing) {
+		trace_iwarp_cm_state(conn, conn->state, IWARP_CM_STATE_CONNECTING);
 		conn->state = IWARP_CM_STATE_CONNECTING;
+	}
 	spin_unlock_irqrestore(&conn->lock, flags);
 	pr_debug("cm %u: the Enhanced Initiate refused: the plain one\n", conn->id);
 	return true;

@@ -27,6 +27,7 @@
 #include "qp.h"
 #include "txbuf.h"
 #include "xport.h"
+#include "trace.h"
 
 static u32 iwarp_sge_total(const struct iwarp_sqe *wr)
 {
@@ -653,9 +654,11 @@ static int iwarp_tx_term(struct iwarp_conn *conn)
 	conn->term_done = true;
 	spin_unlock_irqrestore(&conn->lock, flags);
 	err = iwarp_tx_hdr_only(conn, &m);
-	if (!err)
-		WRITE_ONCE(conn->term_framed, true);
-	return err;
+	if (err)
+		return err;
+	WRITE_ONCE(conn->term_framed, true);
+	trace_iwarp_term(conn, IWARP_TRACE_SENT, m.u.term.layer, m.u.term.etype, m.u.term.ecode);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- the loop */

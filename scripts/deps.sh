@@ -3,7 +3,8 @@
 # Installs what a fresh Debian 12 machine lacks to build and test iwarp:
 # the guest kernel and its headers, QEMU, the initramfs tools, the C
 # toolchains and checkers, and the interop peers the guest tests run (siw's
-# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool), groff-base
+# userspace, rping, perftest, tshark, iperf3, sockperf, ethtool; perf and
+# bpftrace for the tracepoint test, docs/TRACING.md), groff-base
 # (install-check renders the man pages), and dkms and lintian for the
 # package checks (scripts/deb-check.sh). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
@@ -14,6 +15,7 @@ set -eu
 PKGS="
 build-essential
 bc
+bpftrace
 busybox-static
 clang
 cpio
@@ -32,6 +34,7 @@ lintian
 linux-source-6.1
 linux-headers-amd64
 linux-image-amd64
+linux-perf
 llvm
 openssl
 perftest
