@@ -428,7 +428,10 @@ void iwarp_sctp_session_work(struct iwarp_conn *conn)
 				iwarp_sctp_arm(conn);
 				return;
 			}
-			/* No Terminate: the stream stays quarantined (2.3). */
+			/*
+			 * The stream stays quarantined for the answer (2.3);
+			 * our Terminate only if the peer's chunks came.
+			 */
 			err = -ETIMEDOUT;
 			goto fail;
 		}
@@ -773,6 +776,9 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		 * (drain), the other at once.
 		 */
 		mutex_lock(&a->rx_mutex);
+		/* What rx_work kept since the look above counts too. */
+		if (iwarp_sctp_rx_term_seen(conn->srx))
+			s->peer_term = true;
 		if (!opened && !s->answered &&
 		    (s->state != IWARP_SLOT_INITIATE_SENT || iwarp_sctp_rx_heard(conn->srx))) {
 			/* Accepted since the look above: ours is owed (cm_work). */
@@ -783,7 +789,14 @@ void iwarp_sctp_session_close(struct iwarp_conn *conn)
 		}
 		/* Its answer may still come, for the stream alone (iwarp_sctp_ctl_rx()). */
 		s->abandoned = !s->answered && !opened;
-		if (s->answered)
+		/*
+		 * A refusal after our Terminate went (a peer that sent chunks
+		 * of the session, then refused it): the Terminate must be
+		 * through before the stream's next Initiate (drain).
+		 */
+		if (s->answered && opened && !answered)
+			state = a->active ? IWARP_SLOT_DRAIN : IWARP_SLOT_FREE;
+		else if (s->answered)
 			state = IWARP_SLOT_FREE;
 		else if (!s->peer_term || !opened)
 			state = IWARP_SLOT_QUARANTINE;
@@ -879,7 +892,9 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 				close = true;
 				break;
 			}
-			if (s->state == IWARP_SLOT_FREE || s->state == IWARP_SLOT_QUARANTINE) {
+			/* A Terminate owed there already (a session's) stays. */
+			if ((s->state == IWARP_SLOT_FREE || s->state == IWARP_SLOT_QUARANTINE) &&
+			    !s->term_owed) {
 				s->term_owed = true;
 				s->term_ssn = 0;
 				a->rx_requests = true;
@@ -1003,7 +1018,14 @@ void iwarp_sctp_ctl_rx(struct iwarp_assoc *a, u16 sid, const struct iwp_sctp_chu
 				conn->sctp_answer = c->ssn ? IWARP_SCTP_ANSWER_ENDED :
 					IWP_SCTP_TERMINATE;
 			spin_unlock_irqrestore(&conn->lock, flags);
-			s->answered = !c->ssn;
+			/*
+			 * (With conn->srx, rx_work keeps these until the
+			 * session starts; this is for a session without one.)
+			 */
+			if (c->ssn)
+				s->state = IWARP_SLOT_OPEN;
+			else
+				s->answered = true;
 			iwarp_cm_kick(conn);
 			return;
 		}

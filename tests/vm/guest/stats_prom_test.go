@@ -134,7 +134,7 @@ func TestStatsPrometheus(t *testing.T) {
 			labels []string
 			least  uint64
 		}{
-			{"iwarp_qp_tx_bytes_total", q, 4 * size},
+			{"iwarp_qp_tx_bytes_total", q, size},
 			{"iwarp_qp_tx_fpdus_total", q, minFPDUs},
 			{"iwarp_qp_rx_fpdus_total", q, minFPDUs},
 			{"iwarp_qp_rx_bytes_total", q, size / 2},
