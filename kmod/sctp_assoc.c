@@ -687,9 +687,9 @@ void iwarp_assoc_close(struct iwarp_assoc *a, int status, bool abort)
 	}
 
 	mutex_lock(&iwarp_assoc_mutex);
-	if (a->listed)
-		xa_erase(&iwarp_assoc_index, a->id);
-	a->listed = false;
+	if (a->indexed)
+		xa_erase(&iwarp_assoc_index, a->id);	/* listed or only reserved */
+	a->indexed = false;
 	mutex_unlock(&iwarp_assoc_mutex);
 	spin_lock_bh(&a->slock);
 	sock = a->sock;
@@ -749,6 +749,20 @@ static struct iwarp_assoc *iwarp_assoc_alloc(struct iwarp_ctx *ctx)
 		kfree(a);
 		return NULL;
 	}
+	/*
+	 * Its ID is reserved now, before its socket is hooked: rx_work may
+	 * take a session's Initiate and report the session (the CM event
+	 * names the association) before iwarp_assoc_publish() lists it. A
+	 * reserved entry is invisible to lookups and walks; the ID never
+	 * changes after this.
+	 */
+	if (xa_alloc_cyclic(&iwarp_assoc_index, &a->id, NULL, xa_limit_31b,
+			    &iwarp_assoc_next_id, GFP_KERNEL) < 0) {
+		kvfree(a->rxbuf);
+		kfree(a);
+		return NULL;
+	}
+	a->indexed = true;
 	kref_init(&a->ref);		/* the index's, once listed */
 	iwarp_ctx_get(ctx);
 	a->ctx = ctx;
@@ -775,12 +789,8 @@ static int iwarp_assoc_publish(struct iwarp_assoc *a)
 	if (ctx->dead) {
 		err = -EBADF;
 	} else {
-		err = xa_alloc_cyclic(&iwarp_assoc_index, &a->id, a, xa_limit_31b,
-				      &iwarp_assoc_next_id, GFP_KERNEL);
-		if (err >= 0) {
-			a->listed = true;
-			err = 0;
-		}
+		/* Into its reserved slot: nothing to allocate. */
+		err = xa_err(xa_store(&iwarp_assoc_index, a->id, a, GFP_KERNEL));
 	}
 	mutex_unlock(&ctx->lock);
 	return err;

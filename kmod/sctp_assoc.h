@@ -5,8 +5,9 @@
  * context to one peer, one session per stream ID.
  *
  * Lifetime (DESIGN.md's rules, as conn.h states them for connections):
- * - Publish last: an association is listed in its context's list once its
- *   socket is configured and hooked.
+ * - Publish last: an association is listed in the index once its socket
+ *   is configured and hooked; its ID is reserved there from its
+ *   allocation (a reservation is found by no lookup or walk).
  * - References: the list holds one until iwarp_assoc_close(); each
  *   session holds one (conn->assoc); each queued work holds one; socket
  *   callbacks reach it through sk_user_data only while hooked, under
@@ -108,7 +109,7 @@ struct iwarp_assoc {
 	struct list_head node;		/* ctx's list (iwarp_assoc_lock) */
 	struct socket *sock;
 	bool active;
-	bool listed;
+	bool indexed;			/* its ID held in the index (iwarp_assoc_mutex) */
 	/* The peer answered an Enhanced Initiate in kind (RFC 6581; rx_mutex, read racily) */
 	bool peer_enh;
 	bool hooked;			/* sk_callback_lock */
