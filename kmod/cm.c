@@ -156,8 +156,11 @@ int iwarp_conn_publish(struct iwarp_conn *conn)
 				      XA_LIMIT(1, IWARP_CM_MAX_ID), &iwarp_cm_next_id,
 				      GFP_KERNEL);
 		if (err >= 0) {
+			/* Under conn->lock: ordered with a close's events. */
+			spin_lock_bh(&conn->lock);
 			WRITE_ONCE(conn->published, true);
-			trace_iwarp_cm_state(conn, IWARP_TRACE_CM_NEW, READ_ONCE(conn->state));
+			trace_iwarp_cm_state(conn, IWARP_TRACE_CM_NEW, conn->state);
+			spin_unlock_bh(&conn->lock);
 			err = 0;
 		}
 	}
@@ -198,8 +201,11 @@ void iwarp_conn_set_state(struct iwarp_conn *conn, u8 state)
 	unsigned long flags;
 
 	spin_lock_irqsave(&conn->lock, flags);
-	trace_iwarp_cm_state(conn, conn->state, state);
-	conn->state = state;
+	/* A setup step that raced the close does not undo its CLOSING. */
+	if (!conn->closing || state == IWARP_CM_STATE_CLOSED) {
+		trace_iwarp_cm_state(conn, conn->state, state);
+		conn->state = state;
+	}
 	spin_unlock_irqrestore(&conn->lock, flags);
 }
 

@@ -451,6 +451,7 @@ static int iwarp_cm_connect_start(struct iwarp_conn *conn)
 static int iwarp_cm_connected(struct iwarp_conn *conn)
 {
 	struct sock *sk = conn->sock->sk;
+	struct sockaddr_storage local;
 	int err, n;
 
 	/*
@@ -469,8 +470,12 @@ static int iwarp_cm_connected(struct iwarp_conn *conn)
 		return 0;
 	if (err && err != -EISCONN)
 		return err;
-	if (kernel_getsockname(conn->sock, (struct sockaddr *)&conn->local) < 0)
-		memset(&conn->local, 0, sizeof(conn->local));
+	if (kernel_getsockname(conn->sock, (struct sockaddr *)&local) < 0)
+		memset(&local, 0, sizeof(local));
+	/* Published already: the close's trace event may read it. */
+	spin_lock_bh(&conn->lock);
+	conn->local = local;
+	spin_unlock_bh(&conn->lock);
 	err = iwarp_cm_policy(conn, &conn->params);
 	if (err)
 		return err;

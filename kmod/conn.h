@@ -202,7 +202,10 @@ struct iwarp_conn {
 	struct iwp_mpa_frame sctp_rep;	/* the answer as a Reply (conn->lock):
 					 * RFC 6581 IRD, ORD, flags; no pdata
 					 */
-	struct sockaddr_storage local;
+	struct sockaddr_storage local;	/* before publication; an active TCP
+					 * side's once connected, under
+					 * conn->lock
+					 */
 	struct sockaddr_storage peer;
 	int ifindex;			/* the route's device, for link stats */
 	const struct net *net;		/* the context's, compared only */
