@@ -63,11 +63,18 @@ func TestSCTPSetupUnderLoad(t *testing.T) {
 		}
 	}
 
-	// The second session, while the first fills the send buffers.
+	// The second session, while the first fills the send buffers. Its
+	// Initiate and Accept queue behind what the first session has in
+	// A's send buffer and B's receive buffer (sctp_sndbuf and
+	// sctp_rcvbuf, 4 MiB each) and come through once that has drained:
+	// 0.4 s at most on the emulated guest, more than the Dial's default
+	// 10 s on the KASAN kernel of a busy host. The Dial is bounded by
+	// the test's minute instead.
 	qa, qb := sctpQP(t, a), sctpQP(t, b)
 	start := time.Now()
 	acc = sctpAnswer(ctx, l, func(req *userlib.ConnRequest) error { return req.Accept(ctx, qb, nil) })
-	if _, err := qa.Dial(ctx, netip.AddrPortFrom(addr, 5060), &userlib.ConnParams{SCTP: &userlib.SCTPParams{}}); err != nil {
+	if _, err := qa.Dial(ctx, netip.AddrPortFrom(addr, 5060),
+		&userlib.ConnParams{SCTP: &userlib.SCTPParams{}, Timeout: time.Minute}); err != nil {
 		t.Fatalf("second session, under load: dial: %v", err)
 	}
 	if err := <-acc; err != nil {
