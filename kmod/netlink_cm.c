@@ -380,9 +380,15 @@ static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 pi
 	struct iwarp_ctx *ctx = conn->ctx;
 	struct iwarp_qp *qp = READ_ONCE(conn->qp);
 	u8 state = READ_ONCE(conn->state);
+	struct sockaddr_storage local;
+	unsigned long lflags;
 	void *hdr;
 	bool full;
 
+	/* An active TCP side's is written under conn->lock once connected. */
+	spin_lock_irqsave(&conn->lock, lflags);
+	local = conn->local;
+	spin_unlock_irqrestore(&conn->lock, lflags);
 	hdr = genlmsg_put(skb, portid, seq, &iwarp_nl_family, flags, IWARP_CMD_CM_GET);
 	if (!hdr)
 		return -EMSGSIZE;
@@ -393,13 +399,13 @@ static int iwarp_nl_fill_cm(struct sk_buff *skb, struct iwarp_conn *conn, u32 pi
 	       nla_put_u8(skb, IWARP_A_CM_KIND, conn->kind) ||
 	       nla_put_u8(skb, IWARP_A_CM_STATE, state) ||
 	       (qp && nla_put_u32(skb, IWARP_A_QP_ID, qp->id)) ||
-	       iwarp_nl_put_sockaddr(skb, IWARP_A_CM_ADDR, IWARP_A_CM_PORT, &conn->local) ||
+	       iwarp_nl_put_sockaddr(skb, IWARP_A_CM_ADDR, IWARP_A_CM_PORT, &local) ||
 	       (reason && nla_put_u32(skb, IWARP_A_EVENT_REASON, reason));
 	if (!full && conn->kind != IWARP_CM_KIND_LISTENER)
 		full = iwarp_nl_put_sockaddr(skb, IWARP_A_CM_PEER_ADDR, IWARP_A_CM_PEER_PORT,
 					     &conn->peer);
 	if (!full && conn->xport == IWARP_XPORT_SCTP) {
-		struct iwarp_assoc *a = conn->assoc;	/* held until release */
+		struct iwarp_assoc *a = READ_ONCE(conn->assoc);	/* held until release */
 
 		full = nla_put_u8(skb, IWARP_A_CM_TRANSPORT, IWARP_TRANSPORT_SCTP) ||
 		       (a && (nla_put_u32(skb, IWARP_A_CM_SCTP_ASSOC, a->id) ||

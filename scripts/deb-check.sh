@@ -16,7 +16,9 @@
 #     are installed; each module's vermagic is its kernel's, its version
 #     VERSION, it needs libcrc32c (depmod run on the private tree names it)
 #     and it is signed with the generated key; a second configure changes
-#     nothing;
+#     nothing; the sources and each kernel's module are kept as dkms's
+#     tarballs, WORKDIR/iwarp-dkms-prebuilt_VERSION_KERNEL.tar.gz (for
+#     dkms ldtarball);
 #  3. an upgrade to VERSION with its last number bumped, built from a copy
 #     of the tree: the old prerm, the new files, the new postinst; dkms has
 #     the new version built and installed for every kernel and nothing of
@@ -281,6 +283,21 @@ check_installed "$ver" >/dev/null
 [ "$sums" = "$(find "$inst" -path '*/kernel' -prune -o -name 'iwarp.ko*' -print | LC_ALL=C sort | xargs md5sum)" ] ||
 	fail "a second configure changed the modules"
 echo "deb-check: dkms: iwarp $ver built and installed for$kernels ($(($(date +%s) - start)) s)"
+
+# The sources and the module dkms built for each kernel, as dkms's own
+# tarballs: a host loads them with `dkms ldtarball` before it installs the
+# packages, and the postinst then installs these modules without
+# compiling (docs/INSTALL.md, "Prebuilt modules"; TestTwoHosts installs
+# so). One per kernel: dkms 3.0.10's mktarball and ldtarball handle the
+# first kernel of several only (a readonly local in their loops).
+for k in $kernels; do
+	t=$w/iwarp-dkms-prebuilt_${ver}_$k.tar.gz
+	dkms mktarball -m iwarp -v "$ver" -k "$k" --archive "$t" >>"$w/maint.log" 2>&1 ||
+		fail "dkms mktarball -k $k failed (log: $w/maint.log)"
+	tar -tzf "$t" | grep -Fq "dkms_main_tree/$k/x86_64/module/iwarp.ko" || fail "$t has no module for $k"
+	tar -tzf "$t" | grep -Fq "dkms_source_tree/dkms.conf" || fail "$t has no sources"
+	echo "deb-check: ${t#"$w/"}: the sources and the module for $k"
+done
 
 # ---- 3. the upgrade ----
 next=$(echo "$ver" | awk -F. -v OFS=. '{ $NF = $NF + 1; print }')

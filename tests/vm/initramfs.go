@@ -230,6 +230,11 @@ fi
 mount -t proc proc /host/proc || die "mount /host/proc"
 mount -t sysfs sysfs /host/sys || die "mount /host/sys"
 mount -t devtmpfs devtmpfs /host/dev || die "mount /host/dev"
+# What udev or systemd-tmpfiles link on a host: bash's <(...) needs /dev/fd.
+ln -sfn /proc/self/fd /host/dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do
+	ln -sfn "/proc/self/fd/${i%%:*}" "/host/dev/${i#*:}"
+done
 mkdir -p /host/dev/pts /host/dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /host/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm

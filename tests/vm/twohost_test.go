@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +17,15 @@ import (
 // twoHostGuest is one of TestTwoHosts' guests.
 type twoHostGuest struct {
 	role, kver, addr, mac string
+	install               string // "make" or "deb" (tests/vm/cmd/twohost)
 }
 
 // TestTwoHosts boots two guests at once, Debian 12's 6.1 (a) and the 6.12
 // LTS (b), joined by a virtio-net link (RunPair), each with a writable
-// overlay root, and runs tests/vm/cmd/twohost in both: make install of
-// what the host built here, links from /etc/iwarp/iwarp.conf with the
+// overlay root, and runs tests/vm/cmd/twohost in both: on a, make install
+// of what the host built here; on b, the Debian packages with the modules
+// from dkms's tarball that make deb-check made (dpkg -i, the postinst
+// installing without compiling); links from /etc/iwarp/iwarp.conf with the
 // installed unit's commands and again after a module reload, Send, Write
 // and Read both ways between the two kernels, iwarp-perf, and siw on one
 // host against iwarp on the other. Each guest's tests are reported as
@@ -57,8 +61,36 @@ func TestTwoHosts(t *testing.T) {
 		}
 	}
 	guests := []twoHostGuest{
-		{"a", k61, "10.20.0.1/24", "52:54:00:20:00:01"},
-		{"b", k612, "10.20.0.2/24", "52:54:00:20:00:02"},
+		{"a", k61, "10.20.0.1/24", "52:54:00:20:00:01", "make"},
+		{"b", k612, "10.20.0.2/24", "52:54:00:20:00:02", "deb"},
+	}
+	// b's packages and modules: what make deb-check (in make test before
+	// the VM suite) built and checked.
+	version, err := os.ReadFile(filepath.Join(repo, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver := strings.TrimSpace(string(version))
+	debCheck := filepath.Join(repo, "build", "deb-check")
+	debs := []string{
+		filepath.Join(debCheck, "v1", "iwarp_"+ver+"_amd64.deb"),
+		filepath.Join(debCheck, "v1", "iwarp-dkms_"+ver+"_all.deb"),
+	}
+	// One tarball per kernel with headers here: the postinst installs
+	// for each of them (a missing one would be compiled in the guest).
+	prebuilt, err := filepath.Glob(filepath.Join(debCheck, "iwarp-dkms-prebuilt_"+ver+"_*.tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{k61, k612} {
+		if !slices.Contains(prebuilt, filepath.Join(debCheck, "iwarp-dkms-prebuilt_"+ver+"_"+k+".tar.gz")) {
+			t.Fatalf("no dkms tarball for %s in %s: run make deb-check first (make test does, before the VM suite)", k, debCheck)
+		}
+	}
+	for _, f := range debs {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%v: run make deb-check first (make test does, before the VM suite)", err)
+		}
 	}
 
 	timeout := 20 * time.Minute
@@ -82,10 +114,10 @@ func TestTwoHosts(t *testing.T) {
 		os.RemoveAll(dir)
 	})
 
-	// What `make install` installs in the guests, built here as a user
-	// builds before installing: then the guests' make finds it up to date
-	// (the module is not compiled again under emulation).
-	for _, args := range [][]string{{"all", "KVER=" + k61}, {"kmod", "KVER=" + k612}} {
+	// What `make install` installs in a, built here as a user builds
+	// before installing: then a's make finds it up to date (the module is
+	// not compiled again under emulation).
+	for _, args := range [][]string{{"all", "KVER=" + k61}} {
 		start := time.Now()
 		cmd := exec.Command("make", args...)
 		cmd.Dir = repo
@@ -125,7 +157,6 @@ func TestTwoHosts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("building siw for %s: %v", g.kver, err)
 		}
-		ko, _, _ := iwarpModules(repo, g.kver)
 		args := []string{gbin, "-test.v=test2json", "-test.count=1",
 			"-test.timeout=" + (timeout - timeout/10 - 10*time.Second).String()}
 		if re := os.Getenv("IWARP_TWOHOST_RUN"); re != "" {
@@ -146,8 +177,8 @@ func TestTwoHosts(t *testing.T) {
 				// Go where the host has it, as on a user's PATH:
 				// make install runs make go.
 				"PATH":                    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + filepath.Dir(goBin),
-				"IWARP_KO":                ko,
 				"IWARP_TWOHOST_ROLE":      g.role,
+				"IWARP_TWOHOST_INSTALL":   g.install,
 				"IWARP_TWOHOST_ADDR":      g.addr,
 				"IWARP_TWOHOST_PEER":      strings.Split(peer.addr, "/")[0],
 				"IWARP_TWOHOST_MAC":       g.mac,
@@ -155,6 +186,12 @@ func TestTwoHosts(t *testing.T) {
 			},
 		}
 		maps.Copy(cfgs[i].Env, siwEnv)
+		if g.install == "make" {
+			cfgs[i].Env["IWARP_KO"], _, _ = iwarpModules(repo, g.kver)
+		} else {
+			cfgs[i].Env["IWARP_TWOHOST_DEBS"] = strings.Join(debs, " ")
+			cfgs[i].Env["IWARP_TWOHOST_PREBUILT"] = strings.Join(prebuilt, " ")
+		}
 		if os.Getenv("IWARP_VM_STREAM") == "1" {
 			cfgs[i].Stdout = &linePrefixer{w: os.Stdout, prefix: g.role + "| "}
 		}

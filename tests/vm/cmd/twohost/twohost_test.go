@@ -5,11 +5,15 @@
 package twohost
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -34,12 +38,31 @@ import (
 //	IWARP_TWOHOST_PEER_KVER  the other guest's kernel
 //	IWARP_KO                 the module the host built for this kernel
 //	IWARP_SIW_DEFAULT        siw built for this kernel
+//	IWARP_TWOHOST_INSTALL    how this guest installs: "make" (make install)
+//	                         or "deb" (the packages, the modules from dkms's
+//	                         tarball); with "deb":
+//	IWARP_TWOHOST_DEBS       the iwarp and iwarp-dkms packages, space-separated
+//	IWARP_TWOHOST_PREBUILT   dkms's tarballs of the sources and a module,
+//	                         one per kernel (iwarp-dkms-prebuilt_VER_KERNEL.tar.gz),
+//	                         space-separated
 const (
 	ctrlPort = 7470
 	netdev   = "eth0" // what the kernel names the one virtio-net NIC
-	unitFile = "/etc/systemd/system/iwarp.service"
 	confFile = "/etc/iwarp/iwarp.conf"
-	prefix   = "/usr/local" // make install's default PREFIX
+)
+
+// installKind is how a guest installs iwarp: where its tools and unit are.
+type installKind struct {
+	name     string
+	prefix   string // of the tools
+	unitFile string
+}
+
+var (
+	// make install with its default PREFIX.
+	installMake = installKind{"make", "/usr/local", "/etc/systemd/system/iwarp.service"}
+	// The Debian packages (make deb).
+	installDeb = installKind{"deb", "/usr", "/lib/systemd/system/iwarp.service"}
 )
 
 // host is this guest: its role, addresses and the control connection to
@@ -51,6 +74,7 @@ type host struct {
 	peer     netip.Addr
 	kver     string
 	repo     string
+	install  installKind
 
 	conn net.Conn
 	rd   *bufio.Reader
@@ -107,6 +131,14 @@ func TestTwoHosts(t *testing.T) {
 	h.kver = strings.TrimSpace(string(out))
 	if want := envOrFatal(t, "IWARP_KVER"); h.kver != want {
 		t.Fatalf("running %s, want %s", h.kver, want)
+	}
+	switch k := envOrFatal(t, "IWARP_TWOHOST_INSTALL"); k {
+	case installMake.name:
+		h.install = installMake
+	case installDeb.name:
+		h.install = installDeb
+	default:
+		t.Fatalf("IWARP_TWOHOST_INSTALL=%q: want make or deb", k)
 	}
 	t.Cleanup(func() {
 		if h.conn != nil {
@@ -269,10 +301,10 @@ func loaded(mod string) bool {
 	return err == nil
 }
 
-// stepInstall installs the module and the tools with `make install` for
-// the running kernel from the products the host built, loads the module
-// with modprobe (which loads its dependencies from modules.dep), and
-// checks that iwarpctl and the module are of the repository's release.
+// stepInstall installs the module and the tools as h.install says, loads
+// the module with modprobe (which loads its dependencies from
+// modules.dep), and checks that iwarpctl and the module are of the
+// repository's release.
 func stepInstall(t *testing.T, h *host) {
 	want, err := os.ReadFile(filepath.Join(h.repo, "VERSION"))
 	if err != nil {
@@ -282,6 +314,35 @@ func stepInstall(t *testing.T, h *host) {
 	if loaded("iwarp") {
 		t.Fatal("iwarp is loaded before the install")
 	}
+	var path string
+	if h.install == installDeb {
+		path = installPackages(t, h, version)
+	} else {
+		path = installMakefile(t, h)
+	}
+	deps := strings.Split(strings.TrimSpace(runCmd(t, time.Minute, "", "modinfo", "-F", "depends", "iwarp")), ",")
+	for _, d := range deps {
+		if loaded(d) {
+			t.Logf("%s is loaded already", d)
+		}
+	}
+	finishInstall(t, h, version, path, deps)
+}
+
+// modulePath is where modprobe finds iwarp: under the running kernel's
+// updates/ (make install's updates/kmod, dkms's updates/dkms).
+func modulePath(t *testing.T, h *host, under string) string {
+	t.Helper()
+	path := strings.TrimSpace(runCmd(t, time.Minute, "", "modinfo", "-n", "iwarp"))
+	if !strings.HasPrefix(path, "/lib/modules/"+h.kver+"/updates/"+under+"/") {
+		t.Fatalf("modinfo -n iwarp: %s, want it under /lib/modules/%s/updates/%s/", path, h.kver, under)
+	}
+	return path
+}
+
+// installMakefile installs with `make install` for the running kernel
+// from the products the host built; it returns the module's path.
+func installMakefile(t *testing.T, h *host) string {
 	start := time.Now()
 	out := runCmd(t, 10*time.Minute, h.repo, "make", "install", "KVER="+h.kver)
 	took := time.Since(start)
@@ -295,10 +356,7 @@ func stepInstall(t *testing.T, h *host) {
 		}
 	}
 
-	path := strings.TrimSpace(runCmd(t, time.Minute, "", "modinfo", "-n", "iwarp"))
-	if !strings.HasPrefix(path, "/lib/modules/"+h.kver+"/updates/") {
-		t.Fatalf("modinfo -n iwarp: %s, want it under /lib/modules/%s/updates/", path, h.kver)
-	}
+	path := modulePath(t, h, "kmod")
 	installed := moduleBytes(t, path)
 	built, err := os.ReadFile(envOrFatal(t, "IWARP_KO"))
 	if err != nil {
@@ -308,13 +366,132 @@ func stepInstall(t *testing.T, h *host) {
 		t.Fatalf("installed %s (%d octets) differs from the host's build %s (%d octets)",
 			path, len(installed), os.Getenv("IWARP_KO"), len(built))
 	}
-	deps := strings.Split(strings.TrimSpace(runCmd(t, time.Minute, "", "modinfo", "-F", "depends", "iwarp")), ",")
-	for _, d := range deps {
-		if loaded(d) {
-			t.Logf("%s is loaded already", d)
+	return path
+}
+
+// installPackages installs as a user of the Debian packages on a host
+// without a compiler does (docs/INSTALL.md, "Prebuilt modules"): dkms
+// loads the tarballs of the sources and modules dkms built on another
+// host (make deb-check's), one per kernel, then dpkg installs iwarp and
+// iwarp-dkms, whose postinst installs those modules for every kernel here
+// without building them. It returns the module's path.
+func installPackages(t *testing.T, h *host, version string) string {
+	prebuilt := strings.Fields(envOrFatal(t, "IWARP_TWOHOST_PREBUILT"))
+	debs := strings.Fields(envOrFatal(t, "IWARP_TWOHOST_DEBS"))
+	if len(debs) != 2 {
+		t.Fatalf("IWARP_TWOHOST_DEBS: %q, want the iwarp and iwarp-dkms packages", debs)
+	}
+	var mine string
+	for i, tb := range prebuilt {
+		if strings.HasSuffix(tb, "_"+h.kver+".tar.gz") {
+			mine = tb
+		}
+		start := time.Now()
+		var out string
+		if i == 0 {
+			out = runCmd(t, 5*time.Minute, "", "dkms", "ldtarball", tb)
+		} else {
+			out = ldtarballMore(t, tb)
+		}
+		t.Logf("dkms ldtarball %s: %.1fs\n%s", filepath.Base(tb), time.Since(start).Seconds(), tail(out, 6))
+	}
+	if mine == "" {
+		t.Fatalf("IWARP_TWOHOST_PREBUILT: %q has none for %s", prebuilt, h.kver)
+	}
+	// Every kernel's module loaded, none to compile.
+	st := runCmd(t, time.Minute, "", "dkms", "status", "-m", "iwarp", "-v", version)
+	for _, tb := range prebuilt {
+		k := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(tb), "iwarp-dkms-prebuilt_"+version+"_"), ".tar.gz")
+		if !strings.Contains(st, "iwarp/"+version+", "+k+", x86_64: built") {
+			t.Fatalf("dkms status after ldtarball: %q, want iwarp/%s built for %s", st, version, k)
 		}
 	}
+	start := time.Now()
+	out := runCmd(t, 10*time.Minute, "", "dpkg", "-i", debs[0], debs[1])
+	t.Logf("dpkg -i: %.1fs\n%s", time.Since(start).Seconds(), tail(out, 30))
+	// dkms says "Building module" when it compiles: the tarball's
+	// modules are built for this kernel already.
+	if strings.Contains(out, "Building module") {
+		t.Errorf("the iwarp-dkms postinst built the module in the guest")
+	}
+	for _, p := range []string{"iwarp", "iwarp-dkms"} {
+		st := strings.TrimSpace(runCmd(t, time.Minute, "", "dpkg-query", "-W", "-f", "${Status} ${Version}", p))
+		if st != "install ok installed "+version {
+			t.Fatalf("dpkg-query -W %s: %q, want install ok installed %s", p, st, version)
+		}
+	}
+	st = runCmd(t, time.Minute, "", "dkms", "status", "-m", "iwarp", "-v", version, "-k", h.kver)
+	if !strings.Contains(st, "iwarp/"+version+", "+h.kver+", x86_64: installed") {
+		t.Fatalf("dkms status: %q, want iwarp/%s installed for %s", st, version, h.kver)
+	}
+	path := modulePath(t, h, "dkms")
+	if s := strings.TrimSpace(runCmd(t, time.Minute, "", "modinfo", "-F", "signer", path)); s != "DKMS module signing key" {
+		t.Errorf("%s: signer %q, want dkms's key", path, s)
+	}
+	installed := moduleBytes(t, path)
+	built := tarballModule(t, mine, h.kver)
+	if !bytes.Equal(installed, built) {
+		t.Fatalf("installed %s (%d octets) differs from the module dkms built for %s on the host (%d octets)",
+			path, len(installed), h.kver, len(built))
+	}
+	return path
+}
 
+// ldtarballMore loads a second kernel's tarball. Each carries the sources
+// too, so dkms needs --force once they are added; dkms 3.0.10 then loads
+// the module and ends with exit status 3, "DKMS tree already contains"
+// (its ldtarball adds the sources again after loading). The caller checks
+// with dkms status that the module is there.
+func ldtarballMore(t *testing.T, tb string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "dkms", "ldtarball", tb, "--force").CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 3 && bytes.Contains(out, []byte("DKMS tree already contains"))) {
+		t.Fatalf("dkms ldtarball %s --force: %v\n%s", tb, err, tail(string(out), 40))
+	}
+	return string(out)
+}
+
+// tarballModule returns the module for kver in dkms's tarball,
+// decompressed.
+func tarballModule(t *testing.T, tarball, kver string) []byte {
+	t.Helper()
+	f, err := os.Open(tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", tarball, err)
+	}
+	tr := tar.NewReader(zr)
+	dir := "dkms_main_tree/" + kver + "/x86_64/module/"
+	for {
+		hd, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s: no %siwarp.ko*: %v", tarball, dir, err)
+		}
+		name := strings.TrimPrefix(hd.Name, "./")
+		if !strings.HasPrefix(name, dir+"iwarp.ko") {
+			continue
+		}
+		tmp := filepath.Join(t.TempDir(), filepath.Base(name))
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", tarball, name, err)
+		}
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return moduleBytes(t, tmp)
+	}
+}
+
+// finishInstall is the rest of stepInstall, however installed.
+func finishInstall(t *testing.T, h *host, version, path string, deps []string) {
 	runCmd(t, time.Minute, "", "modprobe", "iwarp")
 	if !loaded("iwarp") {
 		t.Fatal("modprobe iwarp: not loaded")
@@ -334,7 +511,7 @@ func stepInstall(t *testing.T, h *host) {
 		Module   string `json:"module"`
 		Skew     bool   `json:"skew"`
 	}
-	ctlBin := prefix + "/bin/iwarpctl"
+	ctlBin := h.install.prefix + "/bin/iwarpctl"
 	if p, err := exec.LookPath("iwarpctl"); err != nil || p != ctlBin {
 		t.Fatalf("iwarpctl on PATH: %q, %v; want %s", p, err, ctlBin)
 	}
@@ -388,8 +565,9 @@ var linkConf = map[string]string{
 
 // unitCommands returns the commands of the installed iwarp unit in the
 // order systemd runs them: every ExecStartPre, then ExecStart.
-func unitCommands(t *testing.T) [][]string {
+func unitCommands(t *testing.T, h *host) [][]string {
 	t.Helper()
+	unitFile := h.install.unitFile
 	b, err := os.ReadFile(unitFile)
 	if err != nil {
 		t.Fatal(err)
@@ -422,7 +600,7 @@ func stepPersistence(t *testing.T, h *host) {
 	if err := os.WriteFile(confFile, []byte(linkConf[h.role]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmds := unitCommands(t)
+	cmds := unitCommands(t, h)
 	boot := func() {
 		t.Helper()
 		for _, c := range cmds {
@@ -901,7 +1079,7 @@ func (r perfResult) String() string {
 // stepPerf runs the installed iwarp-perf between the hosts: the server on
 // one, the client on the other, --verify, and logs both reports.
 func stepPerf(t *testing.T, h *host) {
-	bin := prefix + "/bin/iwarp-perf"
+	bin := h.install.prefix + "/bin/iwarp-perf"
 	cases := []struct {
 		server string
 		mode   string
