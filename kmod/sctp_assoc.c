@@ -763,7 +763,7 @@ static struct iwarp_assoc *iwarp_assoc_alloc(struct iwarp_ctx *ctx)
 		return NULL;
 	}
 	a->indexed = true;
-	kref_init(&a->ref);		/* the index's (its ID reserved below) */
+	kref_init(&a->ref);		/* the index's (its ID reserved above) */
 	iwarp_ctx_get(ctx);
 	a->ctx = ctx;
 	mutex_init(&a->lock);
