@@ -388,7 +388,7 @@ func (e *opEnd) connect(t *testing.T, st *SiwTopology, iwClient bool, port int, 
 			_, err := e.qp.Dial(ctx, netip.AddrPortFrom(netip.MustParseAddr(st.SiwAddr()), uint16(port)), params)
 			return err
 		}); err != nil {
-			t.Fatalf("dial siw: %v%s", err, peer.ended())
+			t.Fatalf("dial siw: %v%s\n%s", err, peer.ended(), dialDiag(t, st, port))
 		}
 		return peer
 	}
@@ -402,6 +402,26 @@ func (e *opEnd) connect(t *testing.T, st *SiwTopology, iwClient bool, port int, 
 		t.Fatalf("accept siw's request: %v%s", err, peer.ended())
 	}
 	return peer
+}
+
+// dialDiag describes a Dial to siw that failed: the TCP sockets of the
+// port on both sides (whether the MPA Request sits unread at siw's end or
+// its Reply at ours) and the kernel's lines about siw and iwarp.
+func dialDiag(t *testing.T, st *SiwTopology, port int) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ns := range []string{st.IwNS(), st.SiwNS()} {
+		out, err := runIn(t, ns, 30*time.Second, "ss", "-tanoi", "( sport = :"+strconv.Itoa(port)+" or dport = :"+strconv.Itoa(port)+" )")
+		fmt.Fprintf(&b, "ss in %s (%v):\n%s\n", ns, err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(dmesg(t), "\n") {
+		if strings.Contains(l, "siw") || strings.Contains(l, "iwarp") || strings.Contains(l, "iwpm") {
+			lines = append(lines, l)
+		}
+	}
+	fmt.Fprintf(&b, "kernel log (siw, iwarp, iwpm):\n%s", clip(strings.Join(lines, "\n")))
+	return b.String()
 }
 
 // ended describes how opcheck ended, if it has, for a failed setup.
