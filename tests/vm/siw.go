@@ -29,8 +29,8 @@ type siwConst struct {
 	Name, Value string
 }
 
-// SiwVariants are the siw builds, by name. "default" is siw as shipped: MPA
-// revision 2 with the enhanced connection setup, no peer-to-peer mode, CRC
+// SiwVariants are the siw builds, by name. Every one carries siwFixes.
+// "default" is otherwise siw as shipped: MPA revision 2 with the enhanced connection setup, no peer-to-peer mode, CRC
 // only when the peer asks.
 var SiwVariants = map[string][]siwConst{
 	"default": nil,
@@ -121,6 +121,9 @@ func BuildSiw(kver string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := applySiwFixes(src); err != nil {
+		return nil, err
+	}
 	objs, err := os.ReadFile(filepath.Join(src, "Makefile"))
 	if err != nil {
 		return nil, err
@@ -153,10 +156,14 @@ func BuildSiw(kver string) (map[string]string, error) {
 	return paths, nil
 }
 
-// siwKey hashes what a built variant depends on.
+// siwKey hashes what a built variant depends on: the source, the fixes
+// every variant carries and the variant's edits.
 func siwKey(kver string, mtime, size int64, edits []siwConst) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00%d", kver, mtime, size)
+	for _, f := range siwFixes {
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%s\x00%s", f.Name, f.File, f.Old, f.New)
+	}
 	for _, e := range edits {
 		fmt.Fprintf(h, "\x00%s=%s", e.Name, e.Value)
 	}

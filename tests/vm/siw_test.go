@@ -162,3 +162,61 @@ func TestBuildSiw(t *testing.T) {
 		}
 	}
 }
+
+func TestApplySiwFix(t *testing.T) {
+	f := siwFix{Name: "x", File: "f.c", Old: "a();\n", New: "b();\n"}
+	if got, err := applySiwFix("x();\na();\ny();\n", f); err != nil || got != "x();\nb();\ny();\n" {
+		t.Errorf("once: %q %v", got, err)
+	}
+	for _, src := range []string{"x();\n", "a();\na();\n"} {
+		if _, err := applySiwFix(src, f); err == nil {
+			t.Errorf("%q: fix applied, want an error", src)
+		}
+	}
+}
+
+// A function shaped like siw_create_listen of Debian's 6.1 and 6.12 trees
+// (BuildSiw applies the fixes to the real ones, for both guest kernels).
+const siwListenSample = `static int siw_listen_address(struct iw_cm_id *id, int backlog)
+{
+	siw_cep_socket_assoc(cep, s);
+
+	rv = siw_cm_alloc_work(cep, backlog);
+	if (rv) {
+		goto error;
+	}
+	rv = s->ops->listen(s, backlog);
+	if (rv) {
+		siw_dbg(id->device, "listen error %d\n", rv);
+		goto error;
+	}
+	cep->cm_id = id;
+	id->add_ref(id);
+
+	if (!id->provider_data) {
+		INIT_LIST_HEAD((struct list_head *)id->provider_data);
+	}
+	list_add_tail(&cep->listenq, (struct list_head *)id->provider_data);
+	cep->state = SIW_EPSTATE_LISTENING;
+
+	return 0;
+}
+`
+
+// TestSiwFixesApply checks the listener is LISTENING, with its cm_id,
+// before it listens.
+func TestSiwFixesApply(t *testing.T) {
+	src := siwListenSample
+	for _, f := range siwFixes {
+		var err error
+		if src, err = applySiwFix(src, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := strings.Index(src, "\tcep->state = SIW_EPSTATE_LISTENING;\n")
+	ref := strings.Index(src, "\tcep->cm_id = id;\n\tid->add_ref(id);\n\tcep->state")
+	listen := strings.Index(src, "rv = s->ops->listen(s, backlog);")
+	if strings.Count(src, "cep->state = SIW_EPSTATE_LISTENING;") != 1 || ref < 0 || state > listen {
+		t.Errorf("LISTENING at %d, cm_id at %d, listen() at %d:\n%s", state, ref, listen, src)
+	}
+}
