@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 #include <net/net_namespace.h>
 
+#include "ibdev.h"
 #include "iwarp.h"
 #include "link.h"
 
@@ -101,6 +102,17 @@ void iwarp_link_stats_fold(struct net *net, int ifindex, const struct iwarp_link
 	mutex_unlock(&iwarp_links_lock);
 }
 
+struct iwarp_link *iwarp_link_find_index(u32 index)
+{
+	struct iwarp_link *link;
+
+	lockdep_assert_held(&iwarp_links_lock);
+	list_for_each_entry(link, &iwarp_links, list)
+		if (link->index == index)
+			return link;
+	return NULL;
+}
+
 static struct iwarp_link *iwarp_link_find_dev(const struct net_device *dev)
 {
 	struct iwarp_link *link;
@@ -136,6 +148,15 @@ struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
 		return ERR_PTR(-ENOMEM);
 
 	mutex_lock(&iwarp_links_lock);
+	/*
+	 * A caller that found the netdev without RTNL (rdma link add) may
+	 * see it unregistered by now: it would never tell us it goes.
+	 */
+	if (dev->reg_state != NETREG_REGISTERED) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_LINK_NETDEV: the netdev is going away");
+		err = -ENODEV;
+		goto err_unlock;
+	}
 	if (iwarp_links_dying) {
 		NL_SET_ERR_MSG(extack, "module is unloading");
 		err = -ENODEV;
@@ -178,10 +199,11 @@ err_unlock:
 	return ERR_PTR(err);
 }
 
-/* Called with iwarp_links_lock held. */
-static void iwarp_link_destroy(struct iwarp_link *link, u32 reason)
+void iwarp_link_destroy(struct iwarp_link *link, u32 reason)
 {
+	ASSERT_RTNL();
 	lockdep_assert_held(&iwarp_links_lock);
+	iwarp_ibdev_detach(link);
 	iwarp_nl_notify_link(link, IWARP_CMD_LINK_DEL, reason);
 	list_del(&link->list);
 	netdev_put(link->netdev, &link->dev_tracker);
@@ -258,7 +280,11 @@ static int iwarp_netdev_event(struct notifier_block *nb, unsigned long event, vo
 			link->state = state;
 			iwarp_nl_notify_link(link, IWARP_CMD_LINK_NEW,
 					     IWARP_EVENT_REASON_STATE_CHANGE);
+			iwarp_ibdev_port_event(link);
 		}
+		break;
+	case NETDEV_CHANGEADDR:
+		iwarp_ibdev_addr_event(link);
 		break;
 	}
 out:
