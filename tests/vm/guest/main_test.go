@@ -45,7 +45,7 @@ func loadModule(path string) error {
 			return err
 		}
 	}
-	// insmod does not resolve dependencies (libcrc32c): load them first.
+	// insmod does not resolve dependencies (libcrc32c, ib_core): load them first.
 	deps, err := exec.Command("modinfo", "-F", "depends", path).Output()
 	if err != nil {
 		return fmt.Errorf("modinfo %s: %v", path, err)
