@@ -14,7 +14,8 @@
 #     --no-depmod; its MOK key and certificate in the work directory): the
 #     postinst builds and installs iwarp.ko for every kernel whose headers
 #     are installed; each module's vermagic is its kernel's, its version
-#     VERSION, it needs libcrc32c (depmod run on the private tree names it)
+#     VERSION, it needs libcrc32c and ib_core (depmod run on the private
+#     tree names them)
 #     and it is signed with the generated key; a second configure changes
 #     nothing; the sources and each kernel's module are kept as dkms's
 #     tarballs, WORKDIR/iwarp-dkms-prebuilt_VERSION_KERNEL.tar.gz (for
@@ -235,7 +236,8 @@ maint() {
 
 # check_installed VER: dkms has VER installed for every kernel and no other
 # version; each kernel has one iwarp module, of VER, for that kernel,
-# needing libcrc32c, signed with the key in $w, and in modules.dep.
+# needing libcrc32c and ib_core, signed with the key in $w, and in
+# modules.dep with both.
 check_installed() {
 	v=$1
 	st=$(dkms status -m iwarp 2>/dev/null)
@@ -251,16 +253,20 @@ $st"
 		mv=$(modinfo -F vermagic "$mods")
 		[ "${mv%% *}" = "$k" ] || fail "$k: $mods vermagic '$mv'"
 		[ "$(modinfo -F version "$mods")" = "$v" ] || fail "$k: $mods version '$(modinfo -F version "$mods")', want $v"
-		modinfo -F depends "$mods" | tr ',' '\n' | grep -qx libcrc32c || fail "$k: $mods does not need libcrc32c"
+		for dep in libcrc32c ib_core; do
+			modinfo -F depends "$mods" | tr ',' '\n' | grep -qx "$dep" || fail "$k: $mods does not need $dep"
+		done
 		[ "$(modinfo -F signer "$mods")" = "DKMS module signing key" ] ||
 			fail "$k: $mods signer '$(modinfo -F signer "$mods")', want dkms's key"
 		serial=$(openssl x509 -inform DER -in "$w/mok.pub" -noout -serial | sed 's/^serial=//')
 		sk=$(modinfo -F sig_key "$mods" | tr -d ':')
 		[ "$sk" = "$serial" ] || fail "$k: $mods signed by key $sk, the certificate's serial is $serial"
 		depmod -b "$w" "$k"
-		grep -Eq "^${mods#"$inst/$k/"}: .*kernel/lib/libcrc32c\.ko" "$inst/$k/modules.dep" ||
-			fail "$k: modules.dep: $(grep iwarp "$inst/$k/modules.dep" || echo no iwarp entry)"
-		echo "deb-check: $k: ${mods#"$inst/$k/"} $v, vermagic $k, needs libcrc32c, signed by dkms's key"
+		for dep in lib/libcrc32c drivers/infiniband/core/ib_core; do
+			grep -Eq "^${mods#"$inst/$k/"}: .*kernel/$dep\.ko" "$inst/$k/modules.dep" ||
+				fail "$k: modules.dep: no $dep: $(grep iwarp "$inst/$k/modules.dep" || echo no iwarp entry)"
+		done
+		echo "deb-check: $k: ${mods#"$inst/$k/"} $v, vermagic $k, needs libcrc32c and ib_core, signed by dkms's key"
 	done
 	[ "$(printf '%s\n' "$st" | grep -c .)" -eq "$n" ] || fail "dkms status lists more than iwarp/$v on$kernels:
 $st"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Checks what `make install DESTDIR=D` staged in D (Makefile install-check):
 # the module for KVER under updates/ with the project's version and its
-# dependency on libcrc32c (modinfo), depmod's entry for it, the tools
+# dependencies on libcrc32c and ib_core (modinfo), depmod's entry for it, the tools
 # (which print the same version), their man pages (which groff, or man,
 # renders without a warning), iwarpctl's bash completion, the systemd
 # unit and the example configuration (which iwarpctl -b runs).
@@ -19,8 +19,10 @@ ko=$(cd "$mods" && find updates -name iwarp.ko | head -n1)
 [ -n "$ko" ] || fail "no iwarp.ko under $mods/updates"
 ver=$(/sbin/modinfo -F version "$mods/$ko")
 [ "$ver" = "$want" ] || fail "modinfo version '$ver', VERSION '$want'"
-/sbin/modinfo -F depends "$mods/$ko" | tr ',' '\n' | grep -qx libcrc32c ||
-	fail "modinfo depends '$(/sbin/modinfo -F depends "$mods/$ko")' lacks libcrc32c (modprobe would not load it first)"
+for dep in libcrc32c ib_core; do
+	/sbin/modinfo -F depends "$mods/$ko" | tr ',' '\n' | grep -qx "$dep" ||
+		fail "modinfo depends '$(/sbin/modinfo -F depends "$mods/$ko")' lacks $dep (modprobe would not load it first)"
+done
 grep -q "^$ko:" "$mods/modules.dep" || fail "depmod wrote no entry for $ko in modules.dep"
 for t in iwarpctl iwarp-perf; do
 	[ -x "$d$prefix/bin/$t" ] || fail "$prefix/bin/$t not installed"
@@ -55,4 +57,4 @@ grep -qx "ExecStart=$prefix/bin/iwarpctl -b /etc/iwarp/iwarp.conf" "$unit" ||
 [ -f "$d/etc/iwarp/iwarp.conf" ] || fail "no /etc/iwarp/iwarp.conf"
 # The example configuration is a valid batch (comments only) for the tool.
 "$d$prefix/bin/iwarpctl" -b "$d/etc/iwarp/iwarp.conf" || fail "the example configuration does not run"
-echo "install-check: $ko ($ver, needs libcrc32c) in modules.dep, iwarpctl, iwarp-perf, their man pages, the completion and the iwarp unit staged for $kver"
+echo "install-check: $ko ($ver, needs libcrc32c and ib_core) in modules.dep, iwarpctl, iwarp-perf, their man pages, the completion and the iwarp unit staged for $kver"
