@@ -40,7 +40,7 @@ all: kmod go opcheck connrate
 
 help:
 	@echo "make            build the module for $(KVER) (the running kernel if its headers are installed, else the guest kernel) and bin/*"
-	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it and libcrc32c), iwarpctl, iwarp-perf, their man pages, bash completion, the iwarp systemd unit and /etc/iwarp/iwarp.conf (DESTDIR, PREFIX=/usr/local)"
+	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it, libcrc32c and ib_core), iwarpctl, iwarp-perf, their man pages, bash completion, the iwarp systemd unit and /etc/iwarp/iwarp.conf (DESTDIR, PREFIX=/usr/local)"
 	@echo "sudo make dkms  the module's sources to /usr/src/iwarp-$(VERSION), dkms builds and installs it for every kernel with headers, and again on kernel upgrades"
 	@echo "make deb        build/deb/iwarp_$(VERSION)_amd64.deb (the tools, unit, configuration) and iwarp-dkms_$(VERSION)_all.deb (the module through DKMS)"
 	@echo "make deb-check  the packages checked and their DKMS install, upgrade and removal run in private trees (part of make test)"
@@ -142,7 +142,7 @@ fuzz:
 	$(MAKE) -C tests/proto fuzz FUZZ_TIME=$(or $(FUZZ_TIME),10)
 
 # Installs what a user runs: the module for $(KVER) under updates/ with
-# depmod (so modprobe finds it and the libcrc32c it needs), the tools and
+# depmod (so modprobe finds it and the libcrc32c and ib_core it needs), the tools and
 # their man pages, iwarpctl's bash completion, and the iwarp systemd unit with an example
 # /etc/iwarp/iwarp.conf (kept if one exists). DESTDIR stages it elsewhere.
 PREFIX ?= /usr/local
@@ -162,7 +162,7 @@ install: kmod go
 	test -e $(DESTDIR)/etc/iwarp/iwarp.conf || install -D -m 0644 dist/iwarp.conf $(DESTDIR)/etc/iwarp/iwarp.conf
 
 # `make install` staged in a scratch DESTDIR and checked: the module with
-# the project's version and its dependency on libcrc32c as modinfo reads
+# the project's version and its dependencies on libcrc32c and ib_core as modinfo reads
 # it, depmod's entry for it, the tools, the man pages (rendered without a
 # warning) and the completion.
 install-check:
@@ -247,11 +247,12 @@ test-debug: kmod-kdebug go opcheck connrate
 # scripts/k612.sh installs its image, headers and linux-source-6.12 (siw)
 # when missing; the module builds into build/iwarp-<version>.ko; test-k612
 # runs K612_RUN of the VM suite on it (all of it with K612_RUN=.).
-K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestMalformed|TestPerf.*|TestSCTP.*)$$
+K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestRDMACoreDevice|TestMalformed|TestPerf.*|TestSCTP.*)$$
 # What `make test` runs on 6.12 after the whole suite on 6.1: load and
-# unload, links, the RDMA matrix, malformed traffic, perf against siw and
-# TCP, the siw interop cells, DDP over SCTP, persistence.
-K612_CI_RUN := ^(TestHarness.*|TestModule.*|TestLinkCLI|TestLinkCtl|TestRDMAMatrix|TestMalformed|TestPerf|TestSiwSanity|TestSiwOps|TestSCTPMatrix|TestSCTPSession|TestPersistence)$$
+# unload, links, the RDMA matrix, the RDMA-core device, malformed traffic,
+# perf against siw and TCP, the siw interop cells, DDP over SCTP,
+# persistence.
+K612_CI_RUN := ^(TestHarness.*|TestModule.*|TestLinkCLI|TestLinkCtl|TestRDMAMatrix|TestRDMACoreDevice|TestMalformed|TestPerf|TestSiwSanity|TestSiwOps|TestSCTPMatrix|TestSCTPSession|TestPersistence)$$
 
 deps-k612:
 	@sh scripts/deps.sh
