@@ -51,7 +51,8 @@
  *   devices to reach zero and destroys the reap workqueue, so no code of
  *   ours runs afterwards. It never calls ib_unregister_driver(), which
  *   would take siw's devices as well.
- * - Lock order: the core's unregistration lock (held around our
+ * - Lock order: the core's link_ops_rwsem (held for reading around
+ *   newlink) and its per-device unregistration lock (held around our
  *   dealloc_driver) > RTNL > iwarp_links_lock > iwdev->gid_lock. No lock
  *   of ours is held across ib_register_device() or ib_unregister_device*()
  *   other than the queued form, which only queues.
