@@ -326,7 +326,7 @@ func TestDecodePcapTruncated(t *testing.T) {
 	// Write is left incomplete, and the file error makes the exit 1.
 	ng := pcaptest.PcapNG(c.Link, c.Packets[:9], pcaptest.PcapNGOptions{})
 	code, out, errs := decodeRun(t, ng[:len(ng)-30], nil, "decode", "FILE")
-	if code != 1 || !strings.HasSuffix(errs, ": capture file truncated: pcapng block 0x00000006 at offset 1920: 278 of 308 octets\n") || len(lines(errs)) != 1 {
+	if code != 1 || !strings.HasSuffix(errs, ": capture file truncated: pcapng block 0x00000006 at offset 1928: 278 of 308 octets\n") || len(lines(errs)) != 1 {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 	ls := lines(out)

@@ -135,10 +135,10 @@ func TestReaderErrors(t *testing.T) {
 		copy(b[off:], v)
 		return b
 	}
-	// The first EPB starts after the SHB (44), IDB (20) and ISB (16).
-	const epb = 80
+	// The first EPB starts after the SHB (44), IDB (20) and ISB (24).
+	const epb = 88
 	if binary.LittleEndian.Uint32(ng[epb:]) != 6 {
-		t.Fatal("no EPB at 80")
+		t.Fatalf("no EPB at %d", epb)
 	}
 	epbEnd := epb + int(binary.LittleEndian.Uint32(ng[epb+4:]))
 	for _, tc := range []struct {

@@ -30,8 +30,8 @@ type siwConst struct {
 }
 
 // SiwVariants are the siw builds, by name. Every one carries siwFixes.
-// "default" is otherwise siw as shipped: MPA revision 2 with the enhanced connection setup, no peer-to-peer mode, CRC
-// only when the peer asks.
+// "default" is otherwise siw as shipped: MPA revision 2 with the enhanced
+// connection setup, no peer-to-peer mode, CRC only when the peer asks.
 var SiwVariants = map[string][]siwConst{
 	"default": nil,
 	// Requests CRC as initiator and requires it in the Reply. As

@@ -336,6 +336,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		"IWARP_REPO":   repo,
 		"IWARP_VM_OUT": dir,
 	}
+	// The host decodes the guest's captures (hosttshark.go) when it has
+	// tshark; a guest without the variable runs its own.
+	tdir := filepath.Join(dir, "tshark")
+	os.RemoveAll(tdir)
+	if _, err := exec.LookPath("tshark"); err == nil {
+		if err := os.Mkdir(tdir, 0o755); err != nil {
+			return nil, err
+		}
+		env[TsharkDirEnv] = tdir
+	}
 	for k, v := range cfg.Env {
 		env[k] = v
 	}
@@ -392,10 +402,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			follow(filepath.Join(dir, fileOutput), cfg.Stdout, stop)
 		}
 	}()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if env[TsharkDirEnv] == tdir {
+			serveTshark(ctx, tdir, stop)
+		}
+	}()
 	waitErr = cmd.Wait()
 	res.Elapsed = time.Since(start)
 	close(stop)
 	<-streamed
+	<-served
+	os.RemoveAll(tdir)
 	os.WriteFile(filepath.Join(dir, fileQEMULog), qlog.Bytes(), 0o644)
 
 	res.Output = readString(filepath.Join(dir, fileOutput))

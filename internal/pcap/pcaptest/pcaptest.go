@@ -299,8 +299,9 @@ func PcapNG(lt pcap.LinkType, pkts []Packet, o PcapNGOptions) []byte {
 		idb = bo.AppendUint32(idb, 0)
 	}
 	b = block(b, 1, idb)
-	// A block the reader skips (Interface Statistics, empty).
-	b = block(b, 5, bo.AppendUint32(make([]byte, 0, 12), 0))
+	// A block the reader skips (Interface Statistics: interface 0,
+	// timestamp 0, no options; tshark reads the file too).
+	b = block(b, 5, make([]byte, 12))
 	for _, p := range pkts {
 		if o.SPB {
 			body := bo.AppendUint32(nil, uint32(origLen(p)))

@@ -173,16 +173,14 @@ func tsharkReport(file string) (*wireReport, error) {
 // tsharkFields counts frames, MPA frames, FPDUs, opcodes, malformed frames
 // and expert errors.
 func tsharkFields(args []string) (*wireReport, error) {
-	cmd := exec.Command("tshark", append(slices.Clone(args),
+	out, errb, err := tsharkRun(append(slices.Clone(args),
 		"-T", "fields", "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=;",
 		"-e", "frame.number", "-e", "iwarp_mpa.key.req", "-e", "iwarp_mpa.key.rep",
 		"-e", "iwarp_mpa.ulpdulength", "-e", "iwarp_mpa.crc", "-e", "iwarp_mpa.crc_check",
 		"-e", "iwarp_rdma.opcode", "-e", "_ws.malformed", "-e", "_ws.expert.message",
 		"-e", "_ws.expert.severity")...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("tshark %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	if err != nil {
+		return nil, fmt.Errorf("tshark %s: %v: %s", strings.Join(args, " "), err, errb)
 	}
 	r := &wireReport{Opcodes: map[string]int{}}
 	split := func(s string) []string {
@@ -191,7 +189,7 @@ func tsharkFields(args []string) (*wireReport, error) {
 		}
 		return strings.Split(s, ";")
 	}
-	sc := bufio.NewScanner(&out)
+	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "\t")
@@ -231,17 +229,11 @@ func tsharkFields(args []string) (*wireReport, error) {
 // bad: the dissector puts its verdict in the text of the CRC field only
 // ("Good CRC32" or "Bad CRC32, should be ...").
 func tsharkCRC(args []string) (checked, bad int, err error) {
-	cmd := exec.Command("tshark", append(slices.Clone(args), "-O", "iwarp_mpa", "-V")...)
-	pipe, err := cmd.StdoutPipe()
+	out, errb, err := tsharkRun(append(slices.Clone(args), "-O", "iwarp_mpa", "-V")...)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("tshark -V %s: %v: %s", strings.Join(args, " "), err, errb)
 	}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		return 0, 0, err
-	}
-	vs := bufio.NewScanner(pipe)
+	vs := bufio.NewScanner(bytes.NewReader(out))
 	vs.Buffer(make([]byte, 1<<20), 64<<20)
 	for vs.Scan() {
 		l := vs.Bytes()
@@ -252,9 +244,6 @@ func tsharkCRC(args []string) (checked, bad int, err error) {
 			checked++
 			bad++
 		}
-	}
-	if err := cmd.Wait(); err != nil {
-		return 0, 0, fmt.Errorf("tshark -V %s: %v: %s", strings.Join(args, " "), err, errb.String())
 	}
 	return checked, bad, vs.Err()
 }

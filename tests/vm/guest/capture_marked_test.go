@@ -154,10 +154,10 @@ func (c *markedCapture) stop(t *testing.T) string {
 		t.Fatalf("dumpcap (stopped with SIGINT): %v: %s", err, c.errb.String())
 	}
 	// The end marker must be in the file, else it is not complete.
-	out, err := exec.Command("tshark", "-r", c.file, "-n", "-Y", fmt.Sprintf("udp.dstport == %d", markerPort),
-		"-T", "fields", "-e", "udp.payload").CombinedOutput()
+	out, errb, err := tsharkRun("-r", c.file, "-n", "-Y", fmt.Sprintf("udp.dstport == %d", markerPort),
+		"-T", "fields", "-e", "udp.payload")
 	if err != nil {
-		t.Fatalf("tshark on %s: %v: %s", c.file, err, out)
+		t.Fatalf("tshark on %s: %v: %s%s", c.file, err, out, errb)
 	}
 	if !strings.Contains(strings.ReplaceAll(string(out), ":", ""), fmt.Sprintf("%x", last)) {
 		t.Fatalf("the capture lacks its end marker %q: %s", last, out)

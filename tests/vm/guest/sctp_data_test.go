@@ -354,10 +354,10 @@ func TestSCTPCapture(t *testing.T) {
 	defer keepCapture(t, file)
 
 	// The SCTP layer, as tshark reads it.
-	out, err := exec.Command("tshark", "-r", file, "-Y", "sctp.data_payload_proto_id", "-T", "fields",
-		"-E", "occurrence=a", "-E", "aggregator=,", "-e", "sctp.data_u_bit", "-e", "sctp.data_payload_proto_id").Output()
+	out, errb, err := tsharkRun("-r", file, "-Y", "sctp.data_payload_proto_id", "-T", "fields",
+		"-E", "occurrence=a", "-E", "aggregator=,", "-e", "sctp.data_u_bit", "-e", "sctp.data_payload_proto_id")
 	if err != nil {
-		t.Fatalf("tshark: %v", err)
+		t.Fatalf("tshark: %v: %s", err, errb)
 	}
 	ppids := map[string]int{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -349,12 +348,9 @@ func tsharkRows(t *testing.T, file, filter string, fields ...string) [][]string 
 	for _, f := range fields {
 		args = append(args, "-e", f)
 	}
-	cmd := exec.Command("tshark", args...)
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
+	out, errb, err := tsharkRun(args...)
 	if err != nil {
-		t.Fatalf("tshark %s: %v: %s", strings.Join(args, " "), err, errb.String())
+		t.Fatalf("tshark %s: %v: %s", strings.Join(args, " "), err, errb)
 	}
 	var rows [][]string
 	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
