@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The RDMA-core front end, stage 1: `rdma link add NAME type iwarp netdev
- * DEV` makes an iwarp link and an ib_device on it. The rules of its
- * lifetime are at the top of ibdev.h.
+ * iwarp_rdma.ko, the RDMA-core front end, stage 1: `rdma link add NAME type
+ * iwarp netdev DEV` makes an iwarp link and an ib_device on it. The rules
+ * of its lifetime are at the top of ibdev.h.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/etherdevice.h>
+#include <linux/ethtool.h>
 #include <linux/module.h>
 #include <linux/rtnetlink.h>
 #include <linux/wait.h>
@@ -21,6 +22,7 @@
 #include "ibdev.h"
 #include "iwarp.h"
 #include "link.h"
+#include "version.h"
 
 /* Devices allocated and not yet reaped; module exit waits for zero. */
 static atomic_t iwarp_nibdevs = ATOMIC_INIT(0);
@@ -68,7 +70,8 @@ static int iwarp_ib_query_device(struct ib_device *ibdev, struct ib_device_attr 
 
 static int iwarp_ib_query_port(struct ib_device *ibdev, u32 port, struct ib_port_attr *attr)
 {
-	struct net_device *dev = to_iwdev(ibdev)->netdev;
+	struct iwarp_ibdev *iwdev = to_iwdev(ibdev);
+	struct net_device *dev = iwdev->netdev;
 	bool up = iwarp_ib_port_up(dev);
 	unsigned int mtu = READ_ONCE(dev->mtu);
 
@@ -79,15 +82,11 @@ static int iwarp_ib_query_port(struct ib_device *ibdev, u32 port, struct ib_port
 	attr->active_mtu = ib_mtu_int_to_enum(mtu);
 	attr->gid_tbl_len = 1;
 	attr->max_msg_sz = 0x7fffffff;
-	/*
-	 * From the netdev's ethtool settings (takes RTNL; never called
-	 * with it held). A netdev going away has none: the port then
-	 * reports no speed rather than failing the query.
-	 */
-	if (ib_get_eth_speed(ibdev, port, &attr->active_speed, &attr->active_width)) {
-		attr->active_speed = 0;
-		attr->active_width = 0;
-	}
+	/* Cached under RTNL by the netdev's events: no lock, no log here. */
+	spin_lock(&iwdev->attr_lock);
+	attr->active_speed = iwdev->speed;
+	attr->active_width = iwdev->width;
+	spin_unlock(&iwdev->attr_lock);
 	return 0;
 }
 
@@ -98,9 +97,9 @@ static int iwarp_ib_query_gid(struct ib_device *ibdev, u32 port, int idx, union 
 	if (idx != 0)
 		return -EINVAL;
 	memset(gid, 0, sizeof(*gid));
-	spin_lock(&iwdev->gid_lock);
+	spin_lock(&iwdev->attr_lock);
 	memcpy(gid->raw, iwdev->gid, ETH_ALEN);
-	spin_unlock(&iwdev->gid_lock);
+	spin_unlock(&iwdev->attr_lock);
 	return 0;
 }
 
@@ -165,6 +164,19 @@ static int iwarp_ib_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
 {
 	atomic_dec(&to_iwdev(pd->device)->npd);
 	return 0;
+}
+
+/*
+ * The link is gone (detach): unregister its device. If an unregistration
+ * is under way, or a namespace change, this waits for it and then finds
+ * the device deallocated or unregisters it itself (ibdev.h).
+ */
+static void iwarp_ibdev_unreg(struct work_struct *work)
+{
+	struct iwarp_ibdev *iwdev = container_of(work, struct iwarp_ibdev, unreg_work);
+
+	ib_unregister_device(&iwdev->ibdev);
+	put_device(&iwdev->ibdev.dev);
 }
 
 static void iwarp_ibdev_reap(struct work_struct *work)
@@ -242,58 +254,100 @@ static void iwarp_ibdev_dispatch(struct iwarp_ibdev *iwdev, enum ib_event_type t
 	ib_dispatch_event(&ev);
 }
 
-void iwarp_ibdev_port_event(struct iwarp_link *link)
+/* Port speed and width as the core maps an Ethernet speed (ib_get_eth_speed). */
+static void iwarp_ibdev_speed(u32 mbps, u16 *speed, u8 *width)
 {
-	struct iwarp_ibdev *iwdev = link->ibdev;
+	static const struct {
+		u32 mbps;
+		u16 speed;
+		u8 width;
+	} map[] = {
+		{ SPEED_1000, IB_SPEED_SDR, IB_WIDTH_1X },
+		{ SPEED_10000, IB_SPEED_FDR10, IB_WIDTH_1X },
+		{ SPEED_20000, IB_SPEED_DDR, IB_WIDTH_4X },
+		{ SPEED_25000, IB_SPEED_EDR, IB_WIDTH_1X },
+		{ SPEED_40000, IB_SPEED_FDR10, IB_WIDTH_4X },
+		{ SPEED_100000, IB_SPEED_EDR, IB_WIDTH_4X },
+		{ SPEED_200000, IB_SPEED_HDR, IB_WIDTH_4X },
+	};
+	size_t i;
 
-	ASSERT_RTNL();
-	lockdep_assert_held(&iwarp_links_lock);
-	if (!iwdev || !ib_device_try_get(&iwdev->ibdev))
-		return;
-	iwarp_ibdev_dispatch(iwdev, link->state == IWARP_LINK_STATE_UP ?
-			     IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
-	ib_device_put(&iwdev->ibdev);
+	for (i = 0; i < ARRAY_SIZE(map); i++) {
+		if (mbps <= map[i].mbps) {
+			*speed = map[i].speed;
+			*width = map[i].width;
+			return;
+		}
+	}
+	*speed = IB_SPEED_NDR;
+	*width = IB_WIDTH_4X;
 }
 
-static void iwarp_ibdev_read_gid(struct iwarp_ibdev *iwdev)
+/*
+ * With RTNL held: caches what query_port and query_gid report, the MAC
+ * (@gid) and the ethtool speed. An unknown speed (virtio_net, carrier
+ * down) counts as 1 Gb/s, as in the core, without its log line.
+ */
+static void iwarp_ibdev_read_attrs(struct iwarp_ibdev *iwdev, bool gid)
 {
-	const struct net_device *dev = iwdev->netdev;
+	struct net_device *dev = iwdev->netdev;
+	struct ethtool_link_ksettings ks;
+	u32 mbps = SPEED_1000;
+	u16 speed;
+	u8 width;
 
-	spin_lock(&iwdev->gid_lock);
-	if (dev->addr_len == ETH_ALEN)
+	ASSERT_RTNL();
+	/* alloc may meet a netdev going away: the link dies with it. */
+	if (dev->reg_state == NETREG_REGISTERED && !__ethtool_get_link_ksettings(dev, &ks) &&
+	    ks.base.speed != (u32)SPEED_UNKNOWN)
+		mbps = ks.base.speed;
+	iwarp_ibdev_speed(mbps, &speed, &width);
+	spin_lock(&iwdev->attr_lock);
+	iwdev->speed = speed;
+	iwdev->width = width;
+	if (gid && dev->addr_len == ETH_ALEN)
 		ether_addr_copy(iwdev->gid, dev->dev_addr);
-	spin_unlock(&iwdev->gid_lock);
+	spin_unlock(&iwdev->attr_lock);
 }
 
-void iwarp_ibdev_addr_event(struct iwarp_link *link)
+static void iwarp_ibdev_netdev_change(struct iwarp_link *link, bool state_changed, bool addr)
 {
 	struct iwarp_ibdev *iwdev = link->ibdev;
 
 	ASSERT_RTNL();
 	lockdep_assert_held(&iwarp_links_lock);
-	if (!iwdev || !ib_device_try_get(&iwdev->ibdev))
+	/* Attached: the device's memory lives until dealloc_driver detaches. */
+	iwarp_ibdev_read_attrs(iwdev, addr);
+	if (!ib_device_try_get(&iwdev->ibdev))
 		return;
-	iwarp_ibdev_read_gid(iwdev);
-	iwarp_ibdev_dispatch(iwdev, IB_EVENT_GID_CHANGE);
+	if (addr)
+		iwarp_ibdev_dispatch(iwdev, IB_EVENT_GID_CHANGE);
+	if (state_changed)
+		iwarp_ibdev_dispatch(iwdev, link->state == IWARP_LINK_STATE_UP ?
+				     IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
 	ib_device_put(&iwdev->ibdev);
 }
 
-void iwarp_ibdev_detach(struct iwarp_link *link)
+static void iwarp_ibdev_detach(struct iwarp_link *link)
 {
 	struct iwarp_ibdev *iwdev = link->ibdev;
 
 	ASSERT_RTNL();
 	lockdep_assert_held(&iwarp_links_lock);
-	if (!iwdev)
-		return;
 	link->ibdev = NULL;
 	iwdev->link = NULL;
-	/* A failed get: an unregistration is under way, and finds no link. */
-	if (ib_device_try_get(&iwdev->ibdev)) {
-		ib_unregister_device_queued(&iwdev->ibdev);
-		ib_device_put(&iwdev->ibdev);
-	}
+	/*
+	 * Once per device: its pointers are cleared. Not inferred from a
+	 * failed ib_device_try_get(), which a namespace change also fails.
+	 */
+	get_device(&iwdev->ibdev.dev);
+	queue_work(iwarp_ibdev_wq, &iwdev->unreg_work);
 }
+
+static const struct iwarp_link_front iwarp_ibdev_front = {
+	.detach = iwarp_ibdev_detach,
+	.netdev_change = iwarp_ibdev_netdev_change,
+};
 
 /* Deletes the link of @index if it still exists (newlink's unwinding). */
 static void iwarp_ibdev_link_delete(u32 index)
@@ -322,8 +376,9 @@ static struct iwarp_ibdev *iwarp_ibdev_alloc(struct net_device *dev, u32 index)
 	atomic_inc(&iwarp_nibdevs);
 	ibdev = &iwdev->ibdev;
 	ib_set_device_ops(ibdev, &iwarp_ib_ops);
+	INIT_WORK(&iwdev->unreg_work, iwarp_ibdev_unreg);
 	INIT_WORK(&iwdev->reap_work, iwarp_ibdev_reap);
-	spin_lock_init(&iwdev->gid_lock);
+	spin_lock_init(&iwdev->attr_lock);
 	atomic_set(&iwdev->npd, 0);
 	iwdev->netdev = dev;
 	netdev_hold(dev, &iwdev->dev_tracker, GFP_KERNEL);
@@ -334,11 +389,10 @@ static struct iwarp_ibdev *iwarp_ibdev_alloc(struct net_device *dev, u32 index)
 	 * without one gets a random one, as in siw, since connection
 	 * management needs a unique GID.
 	 */
-	rtnl_lock();
-	if (dev->addr_len == ETH_ALEN)
-		ether_addr_copy(iwdev->gid, dev->dev_addr);
-	else
+	if (dev->addr_len != ETH_ALEN)
 		eth_random_addr(iwdev->gid);
+	rtnl_lock();
+	iwarp_ibdev_read_attrs(iwdev, true);
 	strscpy(ibdev->iw_ifname, dev->name, sizeof(ibdev->iw_ifname));
 	rtnl_unlock();
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, iwdev->gid);
@@ -418,6 +472,14 @@ static int iwarp_ibdev_newlink(const char *name, struct net_device *dev)
 		link->ibdev = iwdev;
 		iwdev->link = link;
 		attached = true;
+		/*
+		 * The netdev's events reach us from here on. Those since
+		 * alloc read the netdev's state: take it again, and have the
+		 * core refresh its cache of the port and the GID (GID_CHANGE
+		 * goes to no client on an iWARP port, RDMA-CORE.md §5).
+		 */
+		iwarp_ibdev_read_attrs(iwdev, true);
+		iwarp_ibdev_dispatch(iwdev, IB_EVENT_GID_CHANGE);
 		ib_device_put(&iwdev->ibdev);
 	}
 	mutex_unlock(&iwarp_links_lock);
@@ -446,29 +508,39 @@ static struct rdma_link_ops iwarp_ibdev_link_ops = {
 	.newlink = iwarp_ibdev_newlink,
 };
 
-int iwarp_ibdev_init(void)
+static int __init iwarp_ibdev_init(void)
 {
+	int err;
+
 	iwarp_ibdev_wq = alloc_workqueue("iwarp_ibdev", 0, 0);
 	if (!iwarp_ibdev_wq)
 		return -ENOMEM;
+	err = iwarp_link_front_register(&iwarp_ibdev_front);
+	if (err) {
+		destroy_workqueue(iwarp_ibdev_wq);
+		return err;
+	}
+	/* Last: `rdma link add` may run as soon as it is registered. */
 	rdma_link_register(&iwarp_ibdev_link_ops);
 	return 0;
 }
 
-void iwarp_ibdev_stop(void)
+static void __exit iwarp_ibdev_exit(void)
 {
+	/* No newlink runs or starts once it returns. */
 	rdma_link_unregister(&iwarp_ibdev_link_ops);
-}
-
-void iwarp_ibdev_exit(void)
-{
-	/*
-	 * Every device is unregistered or queued for it (its link is gone);
-	 * users cannot hold one up (disassociate_ucontext).
-	 */
+	/* Deletes the links with a device: each queued for unregistration. */
+	iwarp_link_front_unregister(&iwarp_ibdev_front);
+	/* Users cannot hold a device up (disassociate_ucontext). */
 	wait_event(iwarp_ibdevs_wait, !atomic_read(&iwarp_nibdevs));
-	/* The last reap may still be returning: the workqueue's fence. */
+	/* The last works may still be returning: the workqueue's fence. */
 	destroy_workqueue(iwarp_ibdev_wq);
 }
 
+module_init(iwarp_ibdev_init);
+module_exit(iwarp_ibdev_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_VERSION(IWARP_VERSION);
+MODULE_DESCRIPTION("Software iWARP: RDMA-core devices on iwarp links (rdma link add ... type iwarp)");
 MODULE_ALIAS_RDMA_LINK("iwarp");

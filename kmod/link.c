@@ -15,15 +15,18 @@
 #include <linux/slab.h>
 #include <net/net_namespace.h>
 
-#include "ibdev.h"
 #include "iwarp.h"
 #include "link.h"
 
 /* Protects iwarp_links for readers; writers also hold RTNL. */
 DEFINE_MUTEX(iwarp_links_lock);
+/* The RDMA-core front end (iwarp_rdma.ko) takes it around its hooks' state. */
+EXPORT_SYMBOL_GPL(iwarp_links_lock);
 LIST_HEAD(iwarp_links);
 static u32 iwarp_next_index = 1;
 static bool iwarp_links_dying;
+/* The RDMA-core front end, if loaded: RTNL + iwarp_links_lock. */
+static const struct iwarp_link_front *iwarp_front;
 static atomic_t iwarp_nlinks = ATOMIC_INIT(0);
 
 bool iwarp_link_name_valid(const char *name)
@@ -37,6 +40,7 @@ bool iwarp_link_name_valid(const char *name)
 			return false;
 	return true;
 }
+EXPORT_SYMBOL_GPL(iwarp_link_name_valid);
 
 static u8 iwarp_link_oper_state(const struct net_device *dev)
 {
@@ -112,6 +116,7 @@ struct iwarp_link *iwarp_link_find_index(u32 index)
 			return link;
 	return NULL;
 }
+EXPORT_SYMBOL_GPL(iwarp_link_find_index);
 
 static struct iwarp_link *iwarp_link_find_dev(const struct net_device *dev)
 {
@@ -134,6 +139,7 @@ void iwarp_link_params_default(struct iwarp_link_params *params)
 		.ord = IWARP_LINK_RD_DEFAULT,
 	};
 }
+EXPORT_SYMBOL_GPL(iwarp_link_params_default);
 
 struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
 				     const struct iwarp_link_params *params,
@@ -198,18 +204,21 @@ err_unlock:
 	kfree(link);
 	return ERR_PTR(err);
 }
+EXPORT_SYMBOL_GPL(iwarp_link_create);
 
 void iwarp_link_destroy(struct iwarp_link *link, u32 reason)
 {
 	ASSERT_RTNL();
 	lockdep_assert_held(&iwarp_links_lock);
-	iwarp_ibdev_detach(link);
+	if (link->ibdev)
+		iwarp_front->detach(link);
 	iwarp_nl_notify_link(link, IWARP_CMD_LINK_DEL, reason);
 	list_del(&link->list);
 	netdev_put(link->netdev, &link->dev_tracker);
 	atomic_dec(&iwarp_nlinks);
 	kfree(link);
 }
+EXPORT_SYMBOL_GPL(iwarp_link_destroy);
 
 int iwarp_link_delete(struct net *net, const char *name, struct netlink_ext_ack *extack)
 {
@@ -250,6 +259,7 @@ static int iwarp_netdev_event(struct notifier_block *nb, unsigned long event, vo
 {
 	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
 	struct iwarp_link *link;
+	bool changed;
 	u8 state;
 
 	mutex_lock(&iwarp_links_lock);
@@ -276,15 +286,18 @@ static int iwarp_netdev_event(struct notifier_block *nb, unsigned long event, vo
 	case NETDEV_DOWN:
 	case NETDEV_CHANGE:
 		state = iwarp_link_oper_state(dev);
-		if (state != link->state) {
+		changed = state != link->state;
+		if (changed) {
 			link->state = state;
 			iwarp_nl_notify_link(link, IWARP_CMD_LINK_NEW,
 					     IWARP_EVENT_REASON_STATE_CHANGE);
-			iwarp_ibdev_port_event(link);
 		}
+		if (link->ibdev)
+			iwarp_front->netdev_change(link, changed, false);
 		break;
 	case NETDEV_CHANGEADDR:
-		iwarp_ibdev_addr_event(link);
+		if (link->ibdev)
+			iwarp_front->netdev_change(link, false, true);
 		break;
 	}
 out:
@@ -318,6 +331,39 @@ void iwarp_link_shutdown(void)
 	mutex_unlock(&iwarp_links_lock);
 	rtnl_unlock();
 }
+
+int iwarp_link_front_register(const struct iwarp_link_front *front)
+{
+	int err = 0;
+
+	rtnl_lock();
+	mutex_lock(&iwarp_links_lock);
+	if (iwarp_front)
+		err = -EBUSY;
+	else
+		iwarp_front = front;
+	mutex_unlock(&iwarp_links_lock);
+	rtnl_unlock();
+	return err;
+}
+EXPORT_SYMBOL_GPL(iwarp_link_front_register);
+
+void iwarp_link_front_unregister(const struct iwarp_link_front *front)
+{
+	struct iwarp_link *link, *tmp;
+
+	rtnl_lock();
+	mutex_lock(&iwarp_links_lock);
+	if (!WARN_ON(iwarp_front != front)) {
+		list_for_each_entry_safe(link, tmp, &iwarp_links, list)
+			if (link->ibdev)
+				iwarp_link_destroy(link, IWARP_EVENT_REASON_DELETED);
+		iwarp_front = NULL;
+	}
+	mutex_unlock(&iwarp_links_lock);
+	rtnl_unlock();
+}
+EXPORT_SYMBOL_GPL(iwarp_link_front_unregister);
 
 void iwarp_link_exit(void)
 {

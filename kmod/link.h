@@ -2,8 +2,9 @@
 /*
  * Links: an iWARP device bound to a netdev. A link lives in the network
  * namespace of its netdev and dies with it (unregister or namespace move).
- * A link made by `rdma link add` also carries an ib_device; the rules of
- * that pair are in ibdev.h.
+ * A link made by `rdma link add` also carries an ib_device, attached by
+ * the RDMA-core front end (iwarp_rdma.ko); the rules of that pair are in
+ * ibdev.h.
  */
 #ifndef _IWARP_LINK_H
 #define _IWARP_LINK_H
@@ -62,9 +63,33 @@ struct iwarp_link {
 	char netdev_name[IFNAMSIZ];	/* snapshot, updated on rename */
 	int ifindex;
 	struct iwarp_link_stats closed;	/* connections gone; iwarp_links_lock */
-	/* made by `rdma link add`: its ib_device (ibdev.h); RTNL + iwarp_links_lock */
+	/*
+	 * Made by `rdma link add`: its ib_device (ibdev.h), opaque here;
+	 * RTNL + iwarp_links_lock.
+	 */
 	struct iwarp_ibdev *ibdev;
 };
+
+/*
+ * The RDMA-core front end's hooks (iwarp_rdma.ko, ibdev.h). Each is called
+ * with RTNL and iwarp_links_lock held, and only for a link whose ibdev is
+ * set:
+ * - detach: the link dies (any way); the hook clears link->ibdev.
+ * - netdev_change: NETDEV_UP, _DOWN or _CHANGE (@state_changed: the
+ *   link's state became link->state), or NETDEV_CHANGEADDR (@addr).
+ */
+struct iwarp_link_front {
+	void (*detach)(struct iwarp_link *link);
+	void (*netdev_change)(struct iwarp_link *link, bool state_changed, bool addr);
+};
+
+/*
+ * Installs the front end (one at most: -EBUSY). Unregistering deletes
+ * every link with an ib_device attached (reason DELETED), then removes the
+ * hooks; both take RTNL and iwarp_links_lock.
+ */
+int iwarp_link_front_register(const struct iwarp_link_front *front);
+void iwarp_link_front_unregister(const struct iwarp_link_front *front);
 
 int iwarp_link_init(void);
 void iwarp_link_shutdown(void);

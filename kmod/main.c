@@ -11,7 +11,6 @@
 #include "conn.h"
 #include "cq.h"
 #include "debugfs.h"
-#include "ibdev.h"
 #include "link.h"
 #include "mr.h"
 #include "nl_gen.h"
@@ -57,17 +56,11 @@ static int __init iwarp_init(void)
 	err = genl_register_family(&iwarp_nl_family);
 	if (err)
 		goto err_verbs;
-	/* Last: `rdma link add` may run as soon as it is registered. */
-	err = iwarp_ibdev_init();
-	if (err)
-		goto err_family;
 	iwarp_debugfs_init();
 	pr_info("%s loaded (genetlink family %s version %d)\n", IWARP_VERSION,
 		IWARP_GENL_NAME, IWARP_GENL_VERSION);
 	return 0;
 
-err_family:
-	genl_unregister_family(&iwarp_nl_family);
 err_verbs:
 	iwarp_verbs_exit();
 err_conn:
@@ -80,11 +73,7 @@ err_link:
 static void __exit iwarp_exit(void)
 {
 	iwarp_debugfs_exit();
-	/* No `rdma link add` runs or starts from here on. */
-	iwarp_ibdev_stop();
 	iwarp_link_shutdown();
-	/* The links' ib_devices, queued for unregistration, all gone. */
-	iwarp_ibdev_exit();
 	/* Closes still running in a work may multicast: before the family goes. */
 	iwarp_conn_drain();
 	genl_unregister_family(&iwarp_nl_family);

@@ -45,7 +45,7 @@ func loadModule(path string) error {
 			return err
 		}
 	}
-	// insmod does not resolve dependencies (libcrc32c, ib_core): load them first.
+	// insmod does not resolve dependencies (libcrc32c): load them first.
 	deps, err := exec.Command("modinfo", "-F", "depends", path).Output()
 	if err != nil {
 		return fmt.Errorf("modinfo %s: %v", path, err)
@@ -94,7 +94,59 @@ func kmemleakScan() {
 	}
 }
 
+// rdmaModuleLoaded: iwarp_rdma.ko, the RDMA-core front end, is loaded.
+func rdmaModuleLoaded() bool {
+	_, err := os.Stat("/sys/module/iwarp_rdma")
+	return err == nil
+}
+
+// loadRDMAModule loads iwarp_rdma.ko ($IWARP_RDMA_KO) on top of iwarp.ko,
+// its dependencies (ib_core) first.
+func loadRDMAModule() error {
+	path := os.Getenv("IWARP_RDMA_KO")
+	if path == "" {
+		return fmt.Errorf("IWARP_RDMA_KO is not set")
+	}
+	if rdmaModuleLoaded() {
+		return nil
+	}
+	deps, err := exec.Command("modinfo", "-F", "depends", path).Output()
+	if err != nil {
+		return fmt.Errorf("modinfo %s: %v", path, err)
+	}
+	for _, d := range strings.Split(strings.TrimSpace(string(deps)), ",") {
+		if d == "" || d == "iwarp" {
+			continue
+		}
+		if out, err := exec.Command("modprobe", d).CombinedOutput(); err != nil {
+			return fmt.Errorf("modprobe %s: %v: %s", d, err, out)
+		}
+	}
+	if out, err := exec.Command("insmod", path).CombinedOutput(); err != nil {
+		return fmt.Errorf("insmod %s: %v: %s", path, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func unloadRDMAModule() error {
+	if !rdmaModuleLoaded() {
+		return nil
+	}
+	out, err := exec.Command("rmmod", "iwarp_rdma").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("rmmod iwarp_rdma: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if rdmaModuleLoaded() {
+		return fmt.Errorf("rmmod iwarp_rdma: module still present")
+	}
+	return nil
+}
+
+// unloadModule unloads iwarp.ko, and iwarp_rdma.ko first if it is loaded.
 func unloadModule() error {
+	if err := unloadRDMAModule(); err != nil {
+		return err
+	}
 	out, err := exec.Command("rmmod", "iwarp").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("rmmod iwarp: %v: %s", err, strings.TrimSpace(string(out)))

@@ -13,24 +13,58 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // TestRDMACoreDevice: `rdma link add NAME type iwarp netdev DEV` gives an
 // iwarp link NAME and an RDMA-core device NAME (docs/RDMA-CORE.md, stage
-// 1). libibverbs binds libsiw to it, its port follows the netdev, every
-// way it goes away tells a process that holds it open, and siw.ko beside
-// it neither sees it nor keeps its module from working.
+// 1), made by iwarp_rdma.ko on top of iwarp.ko. libibverbs binds libsiw to
+// it, its port follows the netdev, every way it goes away tells a process
+// that holds it open, concurrent ways leave nothing behind, and siw.ko
+// beside it neither sees it nor keeps its module from working.
 //
 //	netns A: va 10.11.0.1 ── veth ── netns B: vb 10.11.0.2   rdma link add … netdev vb
 func TestRDMACoreDevice(t *testing.T) {
 	for _, m := range rdmaUserModules {
 		run(t, "modprobe", m)
 	}
+	if err := loadRDMAModule(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := unloadRDMAModule(); err != nil {
+			t.Error(err)
+		}
+	})
 	tp := newTopology(t)
 	b := tp.B
+
+	// iwarp.ko needs no RDMA core (the genetlink path loads without it);
+	// iwarp_rdma.ko needs both, ib_core loads it by its alias on `rdma link
+	// add ... type iwarp`, and it pins iwarp.ko while loaded.
+	t.Run("modules", func(t *testing.T) {
+		deps := func(path string) []string {
+			return strings.Split(strings.TrimSpace(run(t, "modinfo", "-F", "depends", path)), ",")
+		}
+		if d := deps(os.Getenv("IWARP_KO")); slices.Contains(d, "ib_core") || !slices.Contains(d, "libcrc32c") {
+			t.Errorf("iwarp.ko depends on %v: want libcrc32c and no ib_core", d)
+		}
+		rko := os.Getenv("IWARP_RDMA_KO")
+		if d := deps(rko); !slices.Contains(d, "iwarp") || !slices.Contains(d, "ib_core") {
+			t.Errorf("iwarp_rdma.ko depends on %v: want iwarp and ib_core", d)
+		}
+		if a := strings.Fields(run(t, "modinfo", "-F", "alias", rko)); !slices.Contains(a, "rdma-link-iwarp") {
+			t.Errorf("iwarp_rdma.ko aliases %v: no rdma-link-iwarp", a)
+		}
+		out, err := exec.Command("rmmod", "iwarp").CombinedOutput()
+		if err == nil || !moduleLoaded() || !strings.Contains(string(out), "in use") {
+			t.Fatalf("rmmod iwarp with iwarp_rdma loaded: %v %q, want it refused as in use", err, out)
+		}
+	})
 
 	t.Run("add", func(t *testing.T) {
 		name := rdmaIwarpAdd(t, b, "iwrc_add", "vb")
@@ -198,18 +232,115 @@ func TestRDMACoreDevice(t *testing.T) {
 		waitRDMADevGone(t, again)
 	})
 
-	// Last: unloads and reloads the module. Unloading does not wait for
-	// the process that holds the device open (disassociate_ucontext).
+	// Links made in every way at once, deleted in every way at once: each
+	// round ends with no device, no link and no netdev left, and nothing
+	// waiting (a netdev still held would keep `ip link del` from
+	// returning, a device never unregistered would keep the module).
+	t.Run("race", func(t *testing.T) {
+		name := "iwrc_race"
+		// Which of the ways won, per round: the log shows the race was
+		// run, not only survived.
+		won := map[string]int{}
+		for i := 0; i < 12; i++ {
+			run(t, "ip", "-n", b, "link", "add", "vr0", "type", "veth", "peer", "name", "vr1")
+			run(t, "ip", "-n", b, "link", "set", "vr0", "up")
+			ways := map[string]*exec.Cmd{
+				"add": exec.Command("ip", "netns", "exec", b, "rdma", "link", "add", name,
+					"type", "iwarp", "netdev", "vr0"),
+				"rdma-del":     exec.Command("rdma", "link", "delete", name),
+				"iwarpctl-del": exec.Command("ip", "netns", "exec", b, os.Getenv("IWARPCTL"), "link", "del", name),
+			}
+			// Every third round the netdev goes too.
+			if i%3 == 2 {
+				ways["netdev-del"] = exec.Command("ip", "-n", b, "link", "del", "vr0")
+			}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for way, cmd := range ways {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if cmd.Run() == nil {
+						mu.Lock()
+						won[way]++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			// Whatever survived the race goes the plain way.
+			exec.Command("rdma", "link", "delete", name).Run()
+			iwarpctl(t, b, "link", "del", name)
+			exec.Command("ip", "-n", b, "link", "del", "vr0").Run()
+			waitRDMADevGone(t, name)
+			if out, _, _ := iwarpctl(t, b, "link", "show"); strings.Contains(out, "link "+name+" ") {
+				t.Fatalf("round %d: iwarp link %s left:\n%s", i, name, out)
+			}
+			if out, err := exec.Command("ip", "-n", b, "link", "show", "vr0").CombinedOutput(); err == nil {
+				t.Fatalf("round %d: vr0 left:\n%s", i, out)
+			}
+		}
+		t.Logf("ways that succeeded, of 12 rounds: %v", won)
+		// Module exit against a running add: the add finishes or is
+		// refused, the unload waits for it, and nothing is left.
+		for i := 0; i < 3; i++ {
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				exec.Command("ip", "netns", "exec", b, "rdma", "link", "add", name,
+					"type", "iwarp", "netdev", "vb").Run()
+			}()
+			if err := unloadRDMAModule(); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			// An add that ran after the unload loaded nothing: the guest's
+			// modprobe does not know iwarp_rdma (not installed).
+			exec.Command("rdma", "link", "delete", name).Run()
+			waitRDMADevGone(t, name)
+			if out, _, _ := iwarpctl(t, b, "link", "show"); strings.Contains(out, "link "+name+" ") {
+				t.Fatalf("unload round %d: iwarp link %s left:\n%s", i, name, out)
+			}
+			if err := loadRDMAModule(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
+	// Last: unloads and reloads the modules. Unloading iwarp_rdma does not
+	// wait for the process that holds the device open
+	// (disassociate_ucontext); it deletes its links and no other.
 	t.Run("rmmod", func(t *testing.T) {
 		name := rdmaIwarpAdd(t, b, "iwrc_rmmod", "vb")
+		if _, errs, code := iwarpctl(t, tp.A, "link", "add", "iwctl1", "dev", "va"); code != 0 {
+			t.Fatalf("iwarpctl link add: %s", errs)
+		}
 		w := startAsyncWatch(t, name)
-		if err := unloadModule(); err != nil {
+		if err := unloadRDMAModule(); err != nil {
 			t.Fatalf("with %s held open: %v", name, err)
 		}
 		w.expect(t, "IBV_EVENT_DEVICE_FATAL")
 		if _, err := os.Stat("/sys/class/infiniband/" + name); err == nil {
 			t.Fatalf("%s is listed after rmmod", name)
 		}
+		if out, _, _ := iwarpctl(t, b, "link", "show"); out != "" {
+			t.Fatalf("links in B after rmmod iwarp_rdma: %q", out)
+		}
+		if out, _, _ := iwarpctl(t, tp.A, "link", "show"); !strings.Contains(out, "link iwctl1 ") {
+			t.Fatalf("rmmod iwarp_rdma took iwarpctl's link: %q", out)
+		}
+		// Both again, and iwarp.ko with a device on it: unloadModule
+		// unloads iwarp_rdma first, then iwarp.
+		if err := loadRDMAModule(); err != nil {
+			t.Fatal(err)
+		}
+		name = rdmaIwarpAdd(t, b, "iwrc_rmmod2", "vb")
+		w = startAsyncWatch(t, name)
+		if err := unloadModule(); err != nil {
+			t.Fatalf("with %s held open: %v", name, err)
+		}
+		w.expect(t, "IBV_EVENT_DEVICE_FATAL")
 		if err := loadModule(os.Getenv("IWARP_KO")); err != nil {
 			t.Fatal(err)
 		}
