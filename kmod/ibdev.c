@@ -220,6 +220,30 @@ static void iwarp_ib_dealloc_driver(struct ib_device *ibdev)
 	queue_work(iwarp_ibdev_wq, &iwdev->reap_work);
 }
 
+static void iwarp_ibdev_read_attrs(struct iwarp_ibdev *iwdev, bool gid);
+static void iwarp_ibdev_dispatch(struct iwarp_ibdev *iwdev, enum ib_event_type type);
+
+/*
+ * The core enables the device: after registration, and after a namespace
+ * change (exclusive netns mode), during which the netdev's events found
+ * no reference to dispatch under (ibdev.h). Read the netdev again and
+ * have the core refresh its port and GID cache. Called with the core's
+ * unregistration lock held, never RTNL (the lock order of ibdev.h).
+ */
+static int iwarp_ib_enable_driver(struct ib_device *ibdev)
+{
+	struct iwarp_ibdev *iwdev = to_iwdev(ibdev);
+
+	rtnl_lock();
+	iwarp_ibdev_read_attrs(iwdev, true);
+	rtnl_unlock();
+	if (ib_device_try_get(ibdev)) {
+		iwarp_ibdev_dispatch(iwdev, IB_EVENT_GID_CHANGE);
+		ib_device_put(ibdev);
+	}
+	return 0;
+}
+
 static const struct ib_device_ops iwarp_ib_ops = {
 	.owner = THIS_MODULE,
 	/* libsiw binds by driver id and ABI version (RDMA-CORE.md §2.1). */
@@ -232,6 +256,7 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	.dealloc_pd = iwarp_ib_dealloc_pd,
 	.dealloc_ucontext = iwarp_ib_dealloc_ucontext,
 	.disassociate_ucontext = iwarp_ib_disassociate_ucontext,
+	.enable_driver = iwarp_ib_enable_driver,
 	.get_netdev = iwarp_ib_get_netdev,
 	.get_port_immutable = iwarp_ib_get_port_immutable,
 	.query_device = iwarp_ib_query_device,
@@ -242,7 +267,7 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, iwarp_ib_ucontext, base),
 };
 
-/* With RTNL and iwarp_links_lock held, under ib_device_try_get(). */
+/* Under ib_device_try_get(). */
 static void iwarp_ibdev_dispatch(struct iwarp_ibdev *iwdev, enum ib_event_type type)
 {
 	struct ib_event ev = {
@@ -531,8 +556,13 @@ static void __exit iwarp_ibdev_exit(void)
 	rdma_link_unregister(&iwarp_ibdev_link_ops);
 	/* Deletes the links with a device: each queued for unregistration. */
 	iwarp_link_front_unregister(&iwarp_ibdev_front);
-	/* Users cannot hold a device up (disassociate_ucontext). */
-	wait_event(iwarp_ibdevs_wait, !atomic_read(&iwarp_nibdevs));
+	/*
+	 * Unregistration waits for uverbs calls in flight only
+	 * (disassociate_ucontext), which a user may stall (ibdev.h): say so.
+	 */
+	while (!wait_event_timeout(iwarp_ibdevs_wait, !atomic_read(&iwarp_nibdevs), 60 * HZ))
+		pr_warn("unload: waiting for %d RDMA devices to unregister (a uverbs call in flight)\n",
+			atomic_read(&iwarp_nibdevs));
 	/* The last works may still be returning: the workqueue's fence. */
 	destroy_workqueue(iwarp_ibdev_wq);
 }

@@ -62,10 +62,11 @@
  *   waits for every newlink to return, which covers it.
  * - Two behaviours of the core this relies on, true in 6.1 and 6.12 and
  *   to check on each new kernel: __ib_unregister_device() on a device
- *   already deallocated only locks and unlocks its unregistration lock;
- *   and every core caller of it holds the device's memory (get_device)
- *   until after that unlock returns, so the reap's put cannot free the
- *   lock under an unlocker.
+ *   already deallocated only locks and unlocks its unregistration lock
+ *   (6.12: and its empty subdev_lock); and every caller of it, the
+ *   core's and ours (unreg_work, the reap, newlink), holds the device's
+ *   memory (get_device) until after that unlock returns, so the reap's
+ *   put cannot free the lock under an unlocker.
  * - Module exit: rdma_link_unregister() first (it waits for running
  *   newlinks and stops new ones), then the front end's hooks go and every
  *   link with a device is deleted (its device queued for unregistration),
@@ -78,9 +79,13 @@
  *   dealloc_driver) > RTNL > iwarp_links_lock > iwdev->attr_lock. No lock
  *   of ours is held across ib_register_device() or ib_unregister_device().
  * - Users: disassociate_ucontext is set, so unregistration does not wait
- *   for processes that hold the device open: uverbs destroys their
+ *   for processes that merely hold the device open: uverbs destroys their
  *   objects and queues IB_EVENT_DEVICE_FATAL on their async fd, and an
- *   open device does not pin the module.
+ *   open device does not pin the module. It does wait for uverbs calls in
+ *   flight, as for every uverbs provider, and a user can stall one for as
+ *   long as a page fault on its buffer lasts (a FUSE page its own daemon
+ *   never serves): unregistration, and with it the netdev and module exit,
+ *   waits that long. Module exit logs the wait every minute.
  */
 #ifndef _IWARP_IBDEV_H
 #define _IWARP_IBDEV_H

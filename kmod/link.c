@@ -357,7 +357,7 @@ void iwarp_link_front_unregister(const struct iwarp_link_front *front)
 	if (!WARN_ON(iwarp_front != front)) {
 		list_for_each_entry_safe(link, tmp, &iwarp_links, list)
 			if (link->ibdev)
-				iwarp_link_destroy(link, IWARP_EVENT_REASON_DELETED);
+				iwarp_link_destroy(link, IWARP_EVENT_REASON_MODULE_UNLOAD);
 		iwarp_front = NULL;
 	}
 	mutex_unlock(&iwarp_links_lock);

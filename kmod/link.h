@@ -85,7 +85,7 @@ struct iwarp_link_front {
 
 /*
  * Installs the front end (one at most: -EBUSY). Unregistering deletes
- * every link with an ib_device attached (reason DELETED), then removes the
+ * every link with an ib_device attached (reason MODULE_UNLOAD), then removes the
  * hooks; both take RTNL and iwarp_links_lock.
  */
 int iwarp_link_front_register(const struct iwarp_link_front *front);
