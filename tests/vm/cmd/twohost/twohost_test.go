@@ -530,7 +530,8 @@ func finishInstall(t *testing.T, h *host, version, path string, deps []string) {
 
 // checkRDMAAutoload: `rdma link add ... type iwarp` has ib_core load the
 // installed iwarp_rdma.ko by its alias (modprobe rdma-link-iwarp); the
-// device comes and goes with its link, and the module unloads again.
+// device comes and goes with its link, and the module unloads again,
+// leaving iwarp loaded.
 func checkRDMAAutoload(t *testing.T) {
 	t.Helper()
 	if loaded("iwarp_rdma") {
@@ -548,14 +549,16 @@ func checkRDMAAutoload(t *testing.T) {
 		t.Fatalf("iwarpctl link show iwrdma0: %q", out)
 	}
 	runCmd(t, time.Minute, "", "rdma", "link", "delete", "iwrdma0")
-	runCmd(t, time.Minute, "", "modprobe", "-r", "iwarp_rdma")
+	// rmmod: modprobe -r would take iwarp with it, which is no longer
+	// used then.
+	runCmd(t, time.Minute, "", "rmmod", "iwarp_rdma")
 	if loaded("iwarp_rdma") || !loaded("iwarp") {
-		t.Fatal("modprobe -r iwarp_rdma: iwarp_rdma still loaded, or iwarp gone")
+		t.Fatal("rmmod iwarp_rdma: iwarp_rdma still loaded, or iwarp gone")
 	}
 	if out := runCmd(t, time.Minute, "", "iwarpctl", "link", "show"); out != "" {
 		t.Fatalf("links left after rdma link delete: %q", out)
 	}
-	t.Logf("rdma link add ... type iwarp loaded iwarp_rdma (alias rdma-link-iwarp); rdma link delete and modprobe -r clean")
+	t.Logf("rdma link add ... type iwarp loaded iwarp_rdma (alias rdma-link-iwarp); rdma link delete and rmmod clean")
 }
 
 // moduleBytes returns a module file's contents, decompressed if
