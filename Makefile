@@ -18,7 +18,8 @@ KDIR ?= /lib/modules/$(KVER)/build
 GUEST := KVER=$(KVER_GUEST)
 # The guest kernel's module builds in the tree (kmod/) into build/iwarp.ko;
 # another kernel's in a copy of the sources, build/kver/$(KVER)/ (scripts/ksrc.sh),
-# into build/iwarp-$(KVER).ko, where tests/vm looks for it.
+# into build/iwarp-$(KVER).ko, where tests/vm looks for it. iwarp_rdma.ko,
+# the RDMA-core front end, goes beside it (build/iwarp_rdma[-$(KVER)].ko).
 ifeq ($(KVER),$(KVER_GUEST))
 KSRC := $(CURDIR)
 KO := build/iwarp
@@ -26,6 +27,7 @@ else
 KSRC := $(CURDIR)/build/kver/$(KVER)
 KO := build/iwarp-$(KVER)
 endif
+RKO := $(subst build/iwarp,build/iwarp_rdma,$(KO))
 BIN := $(CURDIR)/bin
 DEBUG ?=
 GOFLAGS_BUILD := -trimpath
@@ -40,7 +42,7 @@ all: kmod go opcheck connrate
 
 help:
 	@echo "make            build the module for $(KVER) (the running kernel if its headers are installed, else the guest kernel) and bin/*"
-	@echo "make install    install the module (modules_install, depmod: modprobe iwarp loads it and libcrc32c), iwarpctl, iwarp-perf, their man pages, bash completion, the iwarp systemd unit and /etc/iwarp/iwarp.conf (DESTDIR, PREFIX=/usr/local)"
+	@echo "make install    install the modules (modules_install, depmod: modprobe iwarp loads it and libcrc32c; rdma link add ... type iwarp loads iwarp_rdma and ib_core), iwarpctl, iwarp-perf, their man pages, bash completion, the iwarp systemd unit and /etc/iwarp/iwarp.conf (DESTDIR, PREFIX=/usr/local)"
 	@echo "sudo make dkms  the module's sources to /usr/src/iwarp-$(VERSION), dkms builds and installs it for every kernel with headers, and again on kernel upgrades"
 	@echo "make deb        build/deb/iwarp_$(VERSION)_amd64.deb (the tools, unit, configuration) and iwarp-dkms_$(VERSION)_all.deb (the module through DKMS)"
 	@echo "make deb-check  the packages checked and their DKMS install, upgrade and removal run in private trees (part of make test)"
@@ -66,6 +68,9 @@ deps:
 kmod: ksrc
 	$(MAKE) -C $(KDIR) M=$(KSRC) W=1 KCFLAGS=-Werror $(if $(DEBUG),IWARP_DEBUG=1) modules
 	@mkdir -p build && cp $(KSRC)/kmod/iwarp.ko $(KO)$(if $(DEBUG),-debug).ko
+	@# iwarp_rdma.ko, the RDMA-core front end, beside it (kernels with the RDMA core).
+	@rm -f $(RKO)$(if $(DEBUG),-debug).ko
+	@if [ -f $(KSRC)/kmod/iwarp_rdma.ko ]; then cp $(KSRC)/kmod/iwarp_rdma.ko $(RKO)$(if $(DEBUG),-debug).ko; fi
 
 kmod-debug:
 	$(MAKE) kmod DEBUG=1
@@ -141,8 +146,9 @@ test-proto:
 fuzz:
 	$(MAKE) -C tests/proto fuzz FUZZ_TIME=$(or $(FUZZ_TIME),10)
 
-# Installs what a user runs: the module for $(KVER) under updates/ with
-# depmod (so modprobe finds it and the libcrc32c it needs), the tools and
+# Installs what a user runs: the modules for $(KVER) under updates/ with
+# depmod (so modprobe finds iwarp and the libcrc32c it needs, and ib_core
+# finds iwarp_rdma by its alias rdma-link-iwarp), the tools and
 # their man pages, iwarpctl's bash completion, and the iwarp systemd unit with an example
 # /etc/iwarp/iwarp.conf (kept if one exists). DESTDIR stages it elsewhere.
 PREFIX ?= /usr/local
@@ -161,9 +167,10 @@ install: kmod go
 	@# The configuration is the administrator's: an example only where there is none.
 	test -e $(DESTDIR)/etc/iwarp/iwarp.conf || install -D -m 0644 dist/iwarp.conf $(DESTDIR)/etc/iwarp/iwarp.conf
 
-# `make install` staged in a scratch DESTDIR and checked: the module with
-# the project's version and its dependency on libcrc32c as modinfo reads
-# it, depmod's entry for it, the tools, the man pages (rendered without a
+# `make install` staged in a scratch DESTDIR and checked: the modules with
+# the project's version and their dependencies as modinfo reads them
+# (iwarp: libcrc32c, not ib_core; iwarp_rdma: iwarp and ib_core), depmod's
+# entries and alias for them, the tools, the man pages (rendered without a
 # warning) and the completion.
 install-check:
 	@rm -rf build/install-check
@@ -247,11 +254,12 @@ test-debug: kmod-kdebug go opcheck connrate
 # scripts/k612.sh installs its image, headers and linux-source-6.12 (siw)
 # when missing; the module builds into build/iwarp-<version>.ko; test-k612
 # runs K612_RUN of the VM suite on it (all of it with K612_RUN=.).
-K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestMalformed|TestPerf.*|TestSCTP.*)$$
+K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestRDMACoreDevice|TestMalformed|TestPerf.*|TestSCTP.*)$$
 # What `make test` runs on 6.12 after the whole suite on 6.1: load and
-# unload, links, the RDMA matrix, malformed traffic, perf against siw and
-# TCP, the siw interop cells, DDP over SCTP, persistence.
-K612_CI_RUN := ^(TestHarness.*|TestModule.*|TestLinkCLI|TestLinkCtl|TestRDMAMatrix|TestMalformed|TestPerf|TestSiwSanity|TestSiwOps|TestSCTPMatrix|TestSCTPSession|TestPersistence)$$
+# unload, links, the RDMA matrix, the RDMA-core device, malformed traffic,
+# perf against siw and TCP, the siw interop cells, DDP over SCTP,
+# persistence.
+K612_CI_RUN := ^(TestHarness.*|TestModule.*|TestLinkCLI|TestLinkCtl|TestRDMAMatrix|TestRDMACoreDevice|TestMalformed|TestPerf|TestSiwSanity|TestSiwOps|TestSCTPMatrix|TestSCTPSession|TestPersistence)$$
 
 deps-k612:
 	@sh scripts/deps.sh

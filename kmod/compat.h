@@ -112,4 +112,18 @@ static inline int iwarp_sendpage_locked(struct sock *sk, struct page *page,
 }
 #endif
 
+/*
+ * ib_mark_name_assigned_by_user(): tells user space (rdma monitor, udev's
+ * renaming) that the name of an ib_device was the user's choice, as siw
+ * does in newlink. Absent in 6.1, present in 6.12; keyed on 6.12, the
+ * next kernel the module builds for (not on the release that added it).
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+struct ib_device;
+
+static inline void ib_mark_name_assigned_by_user(struct ib_device *ibdev)
+{
+}
+#endif
+
 #endif /* IWARP_COMPAT_H */

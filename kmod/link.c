@@ -20,9 +20,13 @@
 
 /* Protects iwarp_links for readers; writers also hold RTNL. */
 DEFINE_MUTEX(iwarp_links_lock);
+/* The RDMA-core front end (iwarp_rdma.ko) takes it around its hooks' state. */
+EXPORT_SYMBOL_GPL(iwarp_links_lock);
 LIST_HEAD(iwarp_links);
 static u32 iwarp_next_index = 1;
 static bool iwarp_links_dying;
+/* The RDMA-core front end, if loaded: RTNL + iwarp_links_lock. */
+static const struct iwarp_link_front *iwarp_front;
 static atomic_t iwarp_nlinks = ATOMIC_INIT(0);
 
 bool iwarp_link_name_valid(const char *name)
@@ -36,6 +40,7 @@ bool iwarp_link_name_valid(const char *name)
 			return false;
 	return true;
 }
+EXPORT_SYMBOL_GPL(iwarp_link_name_valid);
 
 static u8 iwarp_link_oper_state(const struct net_device *dev)
 {
@@ -101,6 +106,18 @@ void iwarp_link_stats_fold(struct net *net, int ifindex, const struct iwarp_link
 	mutex_unlock(&iwarp_links_lock);
 }
 
+struct iwarp_link *iwarp_link_find_index(u32 index)
+{
+	struct iwarp_link *link;
+
+	lockdep_assert_held(&iwarp_links_lock);
+	list_for_each_entry(link, &iwarp_links, list)
+		if (link->index == index)
+			return link;
+	return NULL;
+}
+EXPORT_SYMBOL_GPL(iwarp_link_find_index);
+
 static struct iwarp_link *iwarp_link_find_dev(const struct net_device *dev)
 {
 	struct iwarp_link *link;
@@ -122,6 +139,7 @@ void iwarp_link_params_default(struct iwarp_link_params *params)
 		.ord = IWARP_LINK_RD_DEFAULT,
 	};
 }
+EXPORT_SYMBOL_GPL(iwarp_link_params_default);
 
 struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
 				     const struct iwarp_link_params *params,
@@ -136,6 +154,15 @@ struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
 		return ERR_PTR(-ENOMEM);
 
 	mutex_lock(&iwarp_links_lock);
+	/*
+	 * A caller that found the netdev without RTNL (rdma link add) may
+	 * see it unregistered by now: it would never tell us it goes.
+	 */
+	if (dev->reg_state != NETREG_REGISTERED) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_LINK_NETDEV: the netdev is going away");
+		err = -ENODEV;
+		goto err_unlock;
+	}
 	if (iwarp_links_dying) {
 		NL_SET_ERR_MSG(extack, "module is unloading");
 		err = -ENODEV;
@@ -177,17 +204,21 @@ err_unlock:
 	kfree(link);
 	return ERR_PTR(err);
 }
+EXPORT_SYMBOL_GPL(iwarp_link_create);
 
-/* Called with iwarp_links_lock held. */
-static void iwarp_link_destroy(struct iwarp_link *link, u32 reason)
+void iwarp_link_destroy(struct iwarp_link *link, u32 reason)
 {
+	ASSERT_RTNL();
 	lockdep_assert_held(&iwarp_links_lock);
+	if (link->ibdev)
+		iwarp_front->detach(link);
 	iwarp_nl_notify_link(link, IWARP_CMD_LINK_DEL, reason);
 	list_del(&link->list);
 	netdev_put(link->netdev, &link->dev_tracker);
 	atomic_dec(&iwarp_nlinks);
 	kfree(link);
 }
+EXPORT_SYMBOL_GPL(iwarp_link_destroy);
 
 int iwarp_link_delete(struct net *net, const char *name, struct netlink_ext_ack *extack)
 {
@@ -228,6 +259,7 @@ static int iwarp_netdev_event(struct notifier_block *nb, unsigned long event, vo
 {
 	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
 	struct iwarp_link *link;
+	bool changed;
 	u8 state;
 
 	mutex_lock(&iwarp_links_lock);
@@ -254,11 +286,18 @@ static int iwarp_netdev_event(struct notifier_block *nb, unsigned long event, vo
 	case NETDEV_DOWN:
 	case NETDEV_CHANGE:
 		state = iwarp_link_oper_state(dev);
-		if (state != link->state) {
+		changed = state != link->state;
+		if (changed) {
 			link->state = state;
 			iwarp_nl_notify_link(link, IWARP_CMD_LINK_NEW,
 					     IWARP_EVENT_REASON_STATE_CHANGE);
 		}
+		if (link->ibdev)
+			iwarp_front->netdev_change(link, changed, false);
+		break;
+	case NETDEV_CHANGEADDR:
+		if (link->ibdev)
+			iwarp_front->netdev_change(link, false, true);
 		break;
 	}
 out:
@@ -292,6 +331,39 @@ void iwarp_link_shutdown(void)
 	mutex_unlock(&iwarp_links_lock);
 	rtnl_unlock();
 }
+
+int iwarp_link_front_register(const struct iwarp_link_front *front)
+{
+	int err = 0;
+
+	rtnl_lock();
+	mutex_lock(&iwarp_links_lock);
+	if (iwarp_front)
+		err = -EBUSY;
+	else
+		iwarp_front = front;
+	mutex_unlock(&iwarp_links_lock);
+	rtnl_unlock();
+	return err;
+}
+EXPORT_SYMBOL_GPL(iwarp_link_front_register);
+
+void iwarp_link_front_unregister(const struct iwarp_link_front *front)
+{
+	struct iwarp_link *link, *tmp;
+
+	rtnl_lock();
+	mutex_lock(&iwarp_links_lock);
+	if (!WARN_ON(iwarp_front != front)) {
+		list_for_each_entry_safe(link, tmp, &iwarp_links, list)
+			if (link->ibdev)
+				iwarp_link_destroy(link, IWARP_EVENT_REASON_MODULE_UNLOAD);
+		iwarp_front = NULL;
+	}
+	mutex_unlock(&iwarp_links_lock);
+	rtnl_unlock();
+}
+EXPORT_SYMBOL_GPL(iwarp_link_front_unregister);
 
 void iwarp_link_exit(void)
 {

@@ -2,6 +2,9 @@
 /*
  * Links: an iWARP device bound to a netdev. A link lives in the network
  * namespace of its netdev and dies with it (unregister or namespace move).
+ * A link made by `rdma link add` also carries an ib_device, attached by
+ * the RDMA-core front end (iwarp_rdma.ko); the rules of that pair are in
+ * ibdev.h.
  */
 #ifndef _IWARP_LINK_H
 #define _IWARP_LINK_H
@@ -60,7 +63,33 @@ struct iwarp_link {
 	char netdev_name[IFNAMSIZ];	/* snapshot, updated on rename */
 	int ifindex;
 	struct iwarp_link_stats closed;	/* connections gone; iwarp_links_lock */
+	/*
+	 * Made by `rdma link add`: its ib_device (ibdev.h), opaque here;
+	 * RTNL + iwarp_links_lock.
+	 */
+	struct iwarp_ibdev *ibdev;
 };
+
+/*
+ * The RDMA-core front end's hooks (iwarp_rdma.ko, ibdev.h). Each is called
+ * with RTNL and iwarp_links_lock held, and only for a link whose ibdev is
+ * set:
+ * - detach: the link dies (any way); the hook clears link->ibdev.
+ * - netdev_change: NETDEV_UP, _DOWN or _CHANGE (@state_changed: the
+ *   link's state became link->state), or NETDEV_CHANGEADDR (@addr).
+ */
+struct iwarp_link_front {
+	void (*detach)(struct iwarp_link *link);
+	void (*netdev_change)(struct iwarp_link *link, bool state_changed, bool addr);
+};
+
+/*
+ * Installs the front end (one at most: -EBUSY). Unregistering deletes
+ * every link with an ib_device attached (reason MODULE_UNLOAD), then removes the
+ * hooks; both take RTNL and iwarp_links_lock.
+ */
+int iwarp_link_front_register(const struct iwarp_link_front *front);
+void iwarp_link_front_unregister(const struct iwarp_link_front *front);
 
 int iwarp_link_init(void);
 void iwarp_link_shutdown(void);
@@ -74,6 +103,11 @@ struct iwarp_link *iwarp_link_create(struct net_device *dev, const char *name,
 				     const struct iwarp_link_params *params,
 				     struct netlink_ext_ack *extack);
 int iwarp_link_delete(struct net *net, const char *name, struct netlink_ext_ack *extack);
+/*
+ * With RTNL and iwarp_links_lock held: deletes @link, notifying with
+ * @reason (IWARP_EVENT_REASON_*).
+ */
+void iwarp_link_destroy(struct iwarp_link *link, u32 reason);
 
 /* The default MPA parameters of a new link. */
 void iwarp_link_params_default(struct iwarp_link_params *params);
@@ -94,6 +128,8 @@ static inline struct net *iwarp_link_net(const struct iwarp_link *link)
 }
 
 struct iwarp_link *iwarp_link_find(struct net *net, const char *name);
+/* With iwarp_links_lock held: the link of @index (never reused), or NULL. */
+struct iwarp_link *iwarp_link_find_index(u32 index);
 
 /* Adds @sent and @rcvd Terminates of @code (0: none) to @st. */
 void iwarp_link_stats_term(struct iwarp_link_stats *st, u32 code, u32 sent, u32 rcvd);

@@ -12,9 +12,11 @@
 #  2. runs the iwarp-dkms maintainer scripts as dpkg would, with `dkms`
 #     pointed at private trees (--dkmstree, --sourcetree, --installtree,
 #     --no-depmod; its MOK key and certificate in the work directory): the
-#     postinst builds and installs iwarp.ko for every kernel whose headers
-#     are installed; each module's vermagic is its kernel's, its version
-#     VERSION, it needs libcrc32c (depmod run on the private tree names it)
+#     postinst builds and installs iwarp.ko and iwarp_rdma.ko for every
+#     kernel whose headers are installed; each module's vermagic is its
+#     kernel's, its version VERSION; iwarp needs libcrc32c and not ib_core,
+#     iwarp_rdma needs iwarp and ib_core (depmod run on the private tree
+#     names them, and iwarp_rdma's alias rdma-link-iwarp)
 #     and it is signed with the generated key; a second configure changes
 #     nothing; the sources and each kernel's module are kept as dkms's
 #     tarballs, WORKDIR/iwarp-dkms-prebuilt_VERSION_KERNEL.tar.gz (for
@@ -234,8 +236,11 @@ maint() {
 }
 
 # check_installed VER: dkms has VER installed for every kernel and no other
-# version; each kernel has one iwarp module, of VER, for that kernel,
-# needing libcrc32c, signed with the key in $w, and in modules.dep.
+# version; each kernel has one iwarp.ko and one iwarp_rdma.ko, of VER, for
+# that kernel, signed with the key in $w, and in modules.dep with their
+# dependencies: iwarp needs libcrc32c (and not ib_core: the genetlink path
+# loads without the RDMA core), iwarp_rdma needs iwarp and ib_core and has
+# the alias by which `rdma link add ... type iwarp` loads it.
 check_installed() {
 	v=$1
 	st=$(dkms status -m iwarp 2>/dev/null)
@@ -245,22 +250,33 @@ check_installed() {
 			fail "dkms status has no 'iwarp/$v, $k, x86_64: installed':
 $st"
 		n=$((n + 1))
-		mods=$(find "$inst/$k" -path "$inst/$k/kernel" -prune -o -name 'iwarp.ko*' -print)
-		[ "$(printf '%s\n' "$mods" | grep -c .)" -eq 1 ] || fail "$k: not one iwarp module: $mods"
-		case $mods in "$inst/$k/updates/dkms/iwarp.ko"*) ;; *) fail "$k: $mods not under updates/dkms" ;; esac
-		mv=$(modinfo -F vermagic "$mods")
-		[ "${mv%% *}" = "$k" ] || fail "$k: $mods vermagic '$mv'"
-		[ "$(modinfo -F version "$mods")" = "$v" ] || fail "$k: $mods version '$(modinfo -F version "$mods")', want $v"
-		modinfo -F depends "$mods" | tr ',' '\n' | grep -qx libcrc32c || fail "$k: $mods does not need libcrc32c"
-		[ "$(modinfo -F signer "$mods")" = "DKMS module signing key" ] ||
-			fail "$k: $mods signer '$(modinfo -F signer "$mods")', want dkms's key"
-		serial=$(openssl x509 -inform DER -in "$w/mok.pub" -noout -serial | sed 's/^serial=//')
-		sk=$(modinfo -F sig_key "$mods" | tr -d ':')
-		[ "$sk" = "$serial" ] || fail "$k: $mods signed by key $sk, the certificate's serial is $serial"
 		depmod -b "$w" "$k"
-		grep -Eq "^${mods#"$inst/$k/"}: .*kernel/lib/libcrc32c\.ko" "$inst/$k/modules.dep" ||
-			fail "$k: modules.dep: $(grep iwarp "$inst/$k/modules.dep" || echo no iwarp entry)"
-		echo "deb-check: $k: ${mods#"$inst/$k/"} $v, vermagic $k, needs libcrc32c, signed by dkms's key"
+		for m in iwarp iwarp_rdma; do
+			mods=$(find "$inst/$k" -path "$inst/$k/kernel" -prune -o -name "$m.ko*" -print)
+			[ "$(printf '%s\n' "$mods" | grep -c .)" -eq 1 ] || fail "$k: not one $m module: $mods"
+			case $mods in "$inst/$k/updates/dkms/$m.ko"*) ;; *) fail "$k: $mods not under updates/dkms" ;; esac
+			mv=$(modinfo -F vermagic "$mods")
+			[ "${mv%% *}" = "$k" ] || fail "$k: $mods vermagic '$mv'"
+			[ "$(modinfo -F version "$mods")" = "$v" ] || fail "$k: $mods version '$(modinfo -F version "$mods")', want $v"
+			[ "$(modinfo -F signer "$mods")" = "DKMS module signing key" ] ||
+				fail "$k: $mods signer '$(modinfo -F signer "$mods")', want dkms's key"
+			serial=$(openssl x509 -inform DER -in "$w/mok.pub" -noout -serial | sed 's/^serial=//')
+			sk=$(modinfo -F sig_key "$mods" | tr -d ':')
+			[ "$sk" = "$serial" ] || fail "$k: $mods signed by key $sk, the certificate's serial is $serial"
+			deps="lib/libcrc32c"
+			if [ "$m" = iwarp_rdma ]; then
+				deps="updates/dkms/iwarp drivers/infiniband/core/ib_core"
+				grep -qx "alias rdma-link-iwarp iwarp_rdma" "$inst/$k/modules.alias" ||
+					fail "$k: modules.alias has no rdma-link-iwarp for iwarp_rdma"
+			elif grep -Eq "^${mods#"$inst/$k/"}: .*ib_core\.ko" "$inst/$k/modules.dep"; then
+				fail "$k: $mods needs ib_core"
+			fi
+			for dep in $deps; do
+				grep -Eq "^${mods#"$inst/$k/"}: .*(kernel/)?$dep\.ko" "$inst/$k/modules.dep" ||
+					fail "$k: modules.dep: $m lacks $dep: $(grep "$m" "$inst/$k/modules.dep" || echo no $m entry)"
+			done
+			echo "deb-check: $k: ${mods#"$inst/$k/"} $v, vermagic $k, needs $deps, signed by dkms's key"
+		done
 	done
 	[ "$(printf '%s\n' "$st" | grep -c .)" -eq "$n" ] || fail "dkms status lists more than iwarp/$v on$kernels:
 $st"
@@ -277,10 +293,10 @@ else
 		fail "postinst: did not name the missing headers of the running kernel $running"
 fi
 # A second configure (dpkg-reconfigure) rebuilds nothing and changes nothing.
-sums=$(find "$inst" -path '*/kernel' -prune -o -name 'iwarp.ko*' -print | LC_ALL=C sort | xargs md5sum)
+sums=$(find "$inst" -path '*/kernel' -prune -o -name 'iwarp*.ko*' -print | LC_ALL=C sort | xargs md5sum)
 maint "$w/dkms-v1" postinst configure
 check_installed "$ver" >/dev/null
-[ "$sums" = "$(find "$inst" -path '*/kernel' -prune -o -name 'iwarp.ko*' -print | LC_ALL=C sort | xargs md5sum)" ] ||
+[ "$sums" = "$(find "$inst" -path '*/kernel' -prune -o -name 'iwarp*.ko*' -print | LC_ALL=C sort | xargs md5sum)" ] ||
 	fail "a second configure changed the modules"
 echo "deb-check: dkms: iwarp $ver built and installed for$kernels ($(($(date +%s) - start)) s)"
 
@@ -294,7 +310,9 @@ for k in $kernels; do
 	t=$w/iwarp-dkms-prebuilt_${ver}_$k.tar.gz
 	dkms mktarball -m iwarp -v "$ver" -k "$k" --archive "$t" >>"$w/maint.log" 2>&1 ||
 		fail "dkms mktarball -k $k failed (log: $w/maint.log)"
-	tar -tzf "$t" | grep -Fq "dkms_main_tree/$k/x86_64/module/iwarp.ko" || fail "$t has no module for $k"
+	for m in iwarp iwarp_rdma; do
+		tar -tzf "$t" | grep -Fq "dkms_main_tree/$k/x86_64/module/$m.ko" || fail "$t has no $m module for $k"
+	done
 	tar -tzf "$t" | grep -Fq "dkms_source_tree/dkms.conf" || fail "$t has no sources"
 	echo "deb-check: ${t#"$w/"}: the sources and the module for $k"
 done
@@ -330,7 +348,7 @@ check_installed "$next"
 k1=${kernels# }
 k1=${k1%% *}
 dkms uninstall -m iwarp -v "$next" -k "$k1" >>"$w/maint.log" 2>&1
-[ -z "$(find "$inst/$k1" -path "$inst/$k1/kernel" -prune -o -name 'iwarp.ko*' -print)" ] || fail "$k1: dkms uninstall left iwarp"
+[ -z "$(find "$inst/$k1" -path "$inst/$k1/kernel" -prune -o -name 'iwarp*.ko*' -print)" ] || fail "$k1: dkms uninstall left iwarp"
 [ -x /etc/kernel/postinst.d/dkms ] || fail "no /etc/kernel/postinst.d/dkms (dkms's kernel hook)"
 /etc/kernel/postinst.d/dkms "$k1" >>"$w/maint.log" 2>&1 || fail "/etc/kernel/postinst.d/dkms $k1 failed (log: $w/maint.log)"
 check_installed "$next" >/dev/null
@@ -339,7 +357,7 @@ echo "deb-check: upgrade: iwarp $next replaced $ver for$kernels ($(($(date +%s) 
 # ---- 4. removal ----
 maint "$w/dkms-v2" prerm remove
 [ -z "$(dkms status -m iwarp)" ] || fail "dkms status after the removal: $(dkms status -m iwarp)"
-left=$(find "$inst" -path '*/kernel' -prune -o -name 'iwarp.ko*' -print)
+left=$(find "$inst" -path '*/kernel' -prune -o -name 'iwarp*.ko*' -print)
 [ -z "$left" ] || fail "modules left after the removal: $left"
 [ ! -e "$w/dkms/iwarp/$next" ] || fail "the dkms tree still has iwarp/$next"
 

@@ -4,7 +4,9 @@
 # the guest kernel and its headers, QEMU, the initramfs tools, the C
 # toolchains and checkers, and the interop peers the guest tests run (siw's
 # userspace, rping, perftest, tshark, iperf3, sockperf, ethtool; perf and
-# bpftrace for the tracepoint test, docs/TRACING.md), groff-base
+# bpftrace for the tracepoint test, docs/TRACING.md; iproute2's rdma and
+# ibverbs-utils' ibv_devices, ibv_devinfo and ibv_asyncwatch for the
+# RDMA-core device test), groff-base
 # (install-check renders the man pages), and dkms and lintian for the
 # package checks (scripts/deb-check.sh). Idempotent and
 # non-interactive: it only calls apt when a package is missing.

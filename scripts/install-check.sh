@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # Checks what `make install DESTDIR=D` staged in D (Makefile install-check):
-# the module for KVER under updates/ with the project's version and its
-# dependency on libcrc32c (modinfo), depmod's entry for it, the tools
+# the modules for KVER under updates/ with the project's version and their
+# dependencies (modinfo: iwarp needs libcrc32c and not the RDMA core,
+# iwarp_rdma needs iwarp and ib_core), depmod's entries for them and the
+# alias by which ib_core loads iwarp_rdma on `rdma link add`, the tools
 # (which print the same version), their man pages (which groff, or man,
 # renders without a warning), iwarpctl's bash completion, the systemd
 # unit and the example configuration (which iwarpctl -b runs).
@@ -19,9 +21,27 @@ ko=$(cd "$mods" && find updates -name iwarp.ko | head -n1)
 [ -n "$ko" ] || fail "no iwarp.ko under $mods/updates"
 ver=$(/sbin/modinfo -F version "$mods/$ko")
 [ "$ver" = "$want" ] || fail "modinfo version '$ver', VERSION '$want'"
-/sbin/modinfo -F depends "$mods/$ko" | tr ',' '\n' | grep -qx libcrc32c ||
-	fail "modinfo depends '$(/sbin/modinfo -F depends "$mods/$ko")' lacks libcrc32c (modprobe would not load it first)"
+# needs KO DEP...: modinfo lists every DEP among KO's dependencies.
+needs() {
+	m=$1
+	shift
+	for dep; do
+		/sbin/modinfo -F depends "$mods/$m" | tr ',' '\n' | grep -qx "$dep" ||
+			fail "$m: modinfo depends '$(/sbin/modinfo -F depends "$mods/$m")' lacks $dep (modprobe would not load it first)"
+	done
+}
+needs "$ko" libcrc32c
+! /sbin/modinfo -F depends "$mods/$ko" | tr ',' '\n' | grep -qx ib_core ||
+	fail "$ko depends on ib_core: the genetlink path must load without the RDMA core"
 grep -q "^$ko:" "$mods/modules.dep" || fail "depmod wrote no entry for $ko in modules.dep"
+rko=$(cd "$mods" && find updates -name iwarp_rdma.ko | head -n1)
+[ -n "$rko" ] || fail "no iwarp_rdma.ko under $mods/updates"
+rver=$(/sbin/modinfo -F version "$mods/$rko")
+[ "$rver" = "$want" ] || fail "$rko: modinfo version '$rver', VERSION '$want'"
+needs "$rko" iwarp ib_core
+grep -q "^$rko:" "$mods/modules.dep" || fail "depmod wrote no entry for $rko in modules.dep"
+grep -qx "alias rdma-link-iwarp iwarp_rdma" "$mods/modules.alias" ||
+	fail "modules.alias has no rdma-link-iwarp for iwarp_rdma (rdma link add would not load it)"
 for t in iwarpctl iwarp-perf; do
 	[ -x "$d$prefix/bin/$t" ] || fail "$prefix/bin/$t not installed"
 done
@@ -55,4 +75,4 @@ grep -qx "ExecStart=$prefix/bin/iwarpctl -b /etc/iwarp/iwarp.conf" "$unit" ||
 [ -f "$d/etc/iwarp/iwarp.conf" ] || fail "no /etc/iwarp/iwarp.conf"
 # The example configuration is a valid batch (comments only) for the tool.
 "$d$prefix/bin/iwarpctl" -b "$d/etc/iwarp/iwarp.conf" || fail "the example configuration does not run"
-echo "install-check: $ko ($ver, needs libcrc32c) in modules.dep, iwarpctl, iwarp-perf, their man pages, the completion and the iwarp unit staged for $kver"
+echo "install-check: $ko ($ver, needs libcrc32c) and $rko (needs iwarp and ib_core, alias rdma-link-iwarp) in modules.dep, iwarpctl, iwarp-perf, their man pages, the completion and the iwarp unit staged for $kver"

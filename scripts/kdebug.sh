@@ -141,7 +141,7 @@ build_kernel() {
 	echo "$d"
 }
 
-# build_kmod builds iwarp.ko against the debug kernel from a copy of the
+# build_kmod builds iwarp.ko and iwarp_rdma.ko against the debug kernel from a copy of the
 # module's sources in build/kdebug/, so the objects of the normal build in
 # kmod/ are left alone and both stay incremental.
 build_kmod() {
@@ -175,6 +175,7 @@ build_kmod() {
 		# shellcheck disable=SC2086
 		make -C "$d/src" M="$w" W=1 KCFLAGS=-g $dbg modules
 		cp "$w/kmod/iwarp.ko" "$top/build/iwarp-kdebug$suffix.ko"
+		cp "$w/kmod/iwarp_rdma.ko" "$top/build/iwarp_rdma-kdebug$suffix.ko"
 	done
 }
 

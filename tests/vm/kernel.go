@@ -171,6 +171,12 @@ func iwarpModules(repo, kver string) (ko, koDebug string, onRequest bool) {
 	return filepath.Join(repo, "build", name+".ko"), filepath.Join(repo, "build", name+"-debug.ko"), onRequest
 }
 
+// rdmaModule is the iwarp_rdma.ko built with the iwarp.ko at ko
+// (build/iwarp_rdma[-kver].ko beside build/iwarp[-kver].ko).
+func rdmaModule(ko string) string {
+	return filepath.Join(filepath.Dir(ko), strings.Replace(filepath.Base(ko), "iwarp", "iwarp_rdma", 1))
+}
+
 // kernelImage is the bzImage the guest boots, Debian's or that of a kernel
 // from $IWARP_VM_KERNEL_DIR.
 func kernelImage(kver string) string {

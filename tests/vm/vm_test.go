@@ -90,7 +90,7 @@ func TestVM(t *testing.T) {
 		if customFor(kver) != nil {
 			how = "make kmod-kdebug"
 		}
-		for _, p := range []string{ko, koDebug} {
+		for _, p := range []string{ko, koDebug, rdmaModule(ko)} {
 			if _, err := os.Stat(p); err != nil {
 				t.Fatalf("no iwarp.ko for the guest kernel %s: %v (%s)", kver, err, how)
 			}
@@ -134,6 +134,7 @@ done
 			"IWARP_REPO":     repo,
 			"IWARP_KO":       ko,
 			"IWARP_KO_DEBUG": koDebug,
+			"IWARP_RDMA_KO":  rdmaModule(ko),
 			"IWARPCTL":       filepath.Join(repo, "bin", "iwarpctl"),
 		},
 	}

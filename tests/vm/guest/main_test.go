@@ -45,22 +45,8 @@ func loadModule(path string) error {
 			return err
 		}
 	}
-	// insmod does not resolve dependencies (libcrc32c): load them first.
-	deps, err := exec.Command("modinfo", "-F", "depends", path).Output()
-	if err != nil {
-		return fmt.Errorf("modinfo %s: %v", path, err)
-	}
-	for _, d := range strings.Split(strings.TrimSpace(string(deps)), ",") {
-		if d == "" {
-			continue
-		}
-		if out, err := exec.Command("modprobe", d).CombinedOutput(); err != nil {
-			return fmt.Errorf("modprobe %s: %v: %s", d, err, out)
-		}
-	}
-	out, err := exec.Command("insmod", path).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("insmod %s: %v: %s", path, err, strings.TrimSpace(string(out)))
+	if err := insmod(path); err != nil {
+		return err
 	}
 	// Where the module sits, in the kernel log: a report printed after
 	// it is gone (kmemleak's scans at the end of the run) shows its
@@ -94,15 +80,75 @@ func kmemleakScan() {
 	}
 }
 
-func unloadModule() error {
-	out, err := exec.Command("rmmod", "iwarp").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("rmmod iwarp: %v: %s", err, strings.TrimSpace(string(out)))
+// rdmaModuleLoaded: iwarp_rdma.ko, the RDMA-core front end, is loaded.
+func rdmaModuleLoaded() bool {
+	_, err := os.Stat("/sys/module/iwarp_rdma")
+	return err == nil
+}
+
+// loadRDMAModule loads iwarp_rdma.ko ($IWARP_RDMA_KO) on top of iwarp.ko,
+// its dependencies (ib_core) first.
+func loadRDMAModule() error {
+	path := os.Getenv("IWARP_RDMA_KO")
+	if path == "" {
+		return fmt.Errorf("IWARP_RDMA_KO is not set")
 	}
-	if moduleLoaded() {
-		return fmt.Errorf("rmmod iwarp: module still present")
+	if rdmaModuleLoaded() {
+		return nil
+	}
+	return insmod(path)
+}
+
+// insmod loads the module at path after the dependencies modinfo names
+// (insmod does not resolve them): modprobe loads the kernel's
+// (libcrc32c, ib_core); ours (iwarp) must be loaded already.
+func insmod(path string) error {
+	deps, err := exec.Command("modinfo", "-F", "depends", path).Output()
+	if err != nil {
+		return fmt.Errorf("modinfo %s: %v", path, err)
+	}
+	for _, d := range strings.Split(strings.TrimSpace(string(deps)), ",") {
+		if d == "" || d == "iwarp" {
+			continue
+		}
+		if out, err := exec.Command("modprobe", d).CombinedOutput(); err != nil {
+			return fmt.Errorf("modprobe %s: %v: %s", d, err, out)
+		}
+	}
+	if out, err := exec.Command("insmod", path).CombinedOutput(); err != nil {
+		return fmt.Errorf("insmod %s: %v: %s", path, err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// rmmod unloads module name if it is loaded and checks that it is gone.
+func rmmod(name string) error {
+	if _, err := os.Stat("/sys/module/" + name); err != nil {
+		return nil
+	}
+	out, err := exec.Command("rmmod", name).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("rmmod %s: %v: %s", name, err, strings.TrimSpace(string(out)))
+	}
+	if _, err := os.Stat("/sys/module/" + name); err == nil {
+		return fmt.Errorf("rmmod %s: module still present", name)
+	}
+	return nil
+}
+
+func unloadRDMAModule() error {
+	return rmmod("iwarp_rdma")
+}
+
+// unloadModule unloads iwarp.ko, and iwarp_rdma.ko first if it is loaded.
+func unloadModule() error {
+	if err := unloadRDMAModule(); err != nil {
+		return err
+	}
+	if !moduleLoaded() {
+		return fmt.Errorf("rmmod iwarp: not loaded")
+	}
+	return rmmod("iwarp")
 }
 
 // run runs a command and fails the test if it fails.

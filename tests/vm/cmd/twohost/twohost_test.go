@@ -524,7 +524,41 @@ func finishInstall(t *testing.T, h *host, version, path string, deps []string) {
 	}
 	t.Logf("installed %s (depends %s), modprobe loaded it; %s",
 		path, strings.Join(deps, ","), strings.TrimSpace(runCmd(t, time.Minute, "", ctlBin, "version")))
+	checkRDMAAutoload(t)
 	h.sync(t, "installed", 10*time.Minute)
+}
+
+// checkRDMAAutoload: `rdma link add ... type iwarp` has ib_core load the
+// installed iwarp_rdma.ko by its alias (modprobe rdma-link-iwarp); the
+// device comes and goes with its link, and the module unloads again,
+// leaving iwarp loaded.
+func checkRDMAAutoload(t *testing.T) {
+	t.Helper()
+	if loaded("iwarp_rdma") {
+		t.Fatal("iwarp_rdma is loaded before rdma link add")
+	}
+	runCmd(t, time.Minute, "", "modprobe", "ib_core")
+	runCmd(t, time.Minute, "", "rdma", "link", "add", "iwrdma0", "type", "iwarp", "netdev", netdev)
+	if !loaded("iwarp_rdma") {
+		t.Fatal("rdma link add ... type iwarp did not load iwarp_rdma")
+	}
+	if _, err := os.Stat("/sys/class/infiniband/iwrdma0"); err != nil {
+		t.Fatalf("rdma link add iwrdma0 returned, no device: %v", err)
+	}
+	if out := runCmd(t, time.Minute, "", "iwarpctl", "link", "show", "iwrdma0"); !strings.Contains(out, "netdev "+netdev) {
+		t.Fatalf("iwarpctl link show iwrdma0: %q", out)
+	}
+	runCmd(t, time.Minute, "", "rdma", "link", "delete", "iwrdma0")
+	// rmmod: modprobe -r would take iwarp with it, which is no longer
+	// used then.
+	runCmd(t, time.Minute, "", "rmmod", "iwarp_rdma")
+	if loaded("iwarp_rdma") || !loaded("iwarp") {
+		t.Fatal("rmmod iwarp_rdma: iwarp_rdma still loaded, or iwarp gone")
+	}
+	if out := runCmd(t, time.Minute, "", "iwarpctl", "link", "show"); out != "" {
+		t.Fatalf("links left after rdma link delete: %q", out)
+	}
+	t.Logf("rdma link add ... type iwarp loaded iwarp_rdma (alias rdma-link-iwarp); rdma link delete and rmmod clean")
 }
 
 // moduleBytes returns a module file's contents, decompressed if

@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * iwarp_rdma.ko, the RDMA-core front end, stage 1: `rdma link add NAME type
+ * iwarp netdev DEV` makes an iwarp link and an ib_device on it. The rules
+ * of its lifetime are at the top of ibdev.h.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/etherdevice.h>
+#include <linux/ethtool.h>
+#include <linux/module.h>
+#include <linux/rtnetlink.h>
+#include <linux/wait.h>
+#include <net/addrconf.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/iw_cm.h>
+#include <rdma/rdma_netlink.h>
+#include <rdma/siw-abi.h>
+
+#include "compat.h"
+#include "ibdev.h"
+#include "iwarp.h"
+#include "link.h"
+#include "version.h"
+
+/* Devices allocated and not yet reaped; module exit waits for zero. */
+static atomic_t iwarp_nibdevs = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(iwarp_ibdevs_wait);
+static struct workqueue_struct *iwarp_ibdev_wq;
+
+struct iwarp_ib_ucontext {
+	struct ib_ucontext base;
+};
+
+struct iwarp_ib_pd {
+	struct ib_pd base;
+};
+
+static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct iwarp_ibdev, ibdev);
+}
+
+static bool iwarp_ib_port_up(const struct net_device *dev)
+{
+	return netif_running(dev) && netif_carrier_ok(dev);
+}
+
+static int iwarp_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+				 struct ib_udata *udata)
+{
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	/*
+	 * Only PDs exist yet: every other object's maximum is 0 until the
+	 * verbs that create it are registered (stage 2).
+	 */
+	attr->max_pd = IWARP_IB_MAX_PD;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = IWARP_IB_VENDOR_ID;
+	attr->vendor_part_id = IWARP_IB_PART_ID;
+	attr->sys_image_guid = ibdev->node_guid;
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	/* `rdma link delete` may unregister it (nldev_dellink). */
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	return 0;
+}
+
+static int iwarp_ib_query_port(struct ib_device *ibdev, u32 port, struct ib_port_attr *attr)
+{
+	struct iwarp_ibdev *iwdev = to_iwdev(ibdev);
+	struct net_device *dev = iwdev->netdev;
+	bool up = iwarp_ib_port_up(dev);
+	unsigned int mtu = READ_ONCE(dev->mtu);
+
+	memset(attr, 0, sizeof(*attr));
+	attr->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	attr->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = ib_mtu_int_to_enum(mtu);
+	attr->active_mtu = ib_mtu_int_to_enum(mtu);
+	attr->gid_tbl_len = 1;
+	attr->max_msg_sz = 0x7fffffff;
+	/* Cached under RTNL by the netdev's events: no lock, no log here. */
+	spin_lock(&iwdev->attr_lock);
+	attr->active_speed = iwdev->speed;
+	attr->active_width = iwdev->width;
+	spin_unlock(&iwdev->attr_lock);
+	return 0;
+}
+
+static int iwarp_ib_query_gid(struct ib_device *ibdev, u32 port, int idx, union ib_gid *gid)
+{
+	struct iwarp_ibdev *iwdev = to_iwdev(ibdev);
+
+	if (idx != 0)
+		return -EINVAL;
+	memset(gid, 0, sizeof(*gid));
+	spin_lock(&iwdev->attr_lock);
+	memcpy(gid->raw, iwdev->gid, ETH_ALEN);
+	spin_unlock(&iwdev->attr_lock);
+	return 0;
+}
+
+static int iwarp_ib_get_port_immutable(struct ib_device *ibdev, u32 port,
+				       struct ib_port_immutable *immutable)
+{
+	immutable->gid_tbl_len = 1;
+	immutable->pkey_tbl_len = 0;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IWARP;
+	return 0;
+}
+
+/*
+ * The legacy netdev op instead of ib_device_set_netdev(): siw.ko finds
+ * devices through the core's netdev hash that the latter fills, and would
+ * take ours for its own (docs/RDMA-CORE.md §2.4).
+ */
+static struct net_device *iwarp_ib_get_netdev(struct ib_device *ibdev, u32 port)
+{
+	struct net_device *dev = to_iwdev(ibdev)->netdev;
+
+	dev_hold(dev);
+	return dev;
+}
+
+static int iwarp_ib_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
+{
+	struct siw_uresp_alloc_ctx uresp = {
+		.dev_id = to_iwdev(uctx->device)->link_index,
+	};
+
+	/* libsiw's answer: it takes a device whose reply it can read. */
+	if (udata->outlen < sizeof(uresp))
+		return -EINVAL;
+	return ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+}
+
+static void iwarp_ib_dealloc_ucontext(struct ib_ucontext *uctx)
+{
+}
+
+/*
+ * Unregistration with the device open: uverbs has destroyed the
+ * context's objects. Nothing of ours maps or reads user memory yet.
+ */
+static void iwarp_ib_disassociate_ucontext(struct ib_ucontext *uctx)
+{
+}
+
+static int iwarp_ib_alloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct iwarp_ibdev *iwdev = to_iwdev(pd->device);
+
+	if (atomic_inc_return(&iwdev->npd) > IWARP_IB_MAX_PD) {
+		atomic_dec(&iwdev->npd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int iwarp_ib_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+{
+	atomic_dec(&to_iwdev(pd->device)->npd);
+	return 0;
+}
+
+/*
+ * The link is gone (detach): unregister its device. If an unregistration
+ * is under way, or a namespace change, this waits for it and then finds
+ * the device deallocated or unregisters it itself (ibdev.h).
+ */
+static void iwarp_ibdev_unreg(struct work_struct *work)
+{
+	struct iwarp_ibdev *iwdev = container_of(work, struct iwarp_ibdev, unreg_work);
+
+	ib_unregister_device(&iwdev->ibdev);
+	put_device(&iwdev->ibdev.dev);
+}
+
+static void iwarp_ibdev_reap(struct work_struct *work)
+{
+	struct iwarp_ibdev *iwdev = container_of(work, struct iwarp_ibdev, reap_work);
+
+	/*
+	 * The device is deallocated: this only waits for the thread that
+	 * ran dealloc_driver to release the core's unregistration lock,
+	 * that is, to have left our code (ibdev.h).
+	 */
+	ib_unregister_device(&iwdev->ibdev);
+	put_device(&iwdev->ibdev.dev);
+	if (atomic_dec_and_test(&iwarp_nibdevs))
+		wake_up(&iwarp_ibdevs_wait);
+}
+
+/*
+ * The core's last call: the device is unregistered (or never was). Never
+ * called with RTNL held (ibdev.h).
+ */
+static void iwarp_ib_dealloc_driver(struct ib_device *ibdev)
+{
+	struct iwarp_ibdev *iwdev = to_iwdev(ibdev);
+	struct iwarp_link *link;
+
+	rtnl_lock();
+	mutex_lock(&iwarp_links_lock);
+	link = iwdev->link;
+	if (link) {
+		/* rdma link delete, or siw's exit: the link goes with it. */
+		link->ibdev = NULL;
+		iwdev->link = NULL;
+		iwarp_link_destroy(link, IWARP_EVENT_REASON_DELETED);
+	}
+	mutex_unlock(&iwarp_links_lock);
+	rtnl_unlock();
+
+	netdev_put(iwdev->netdev, &iwdev->dev_tracker);
+	get_device(&ibdev->dev);
+	queue_work(iwarp_ibdev_wq, &iwdev->reap_work);
+}
+
+static void iwarp_ibdev_read_attrs(struct iwarp_ibdev *iwdev, bool gid);
+static void iwarp_ibdev_dispatch(struct iwarp_ibdev *iwdev, enum ib_event_type type);
+
+/*
+ * The core enables the device: after registration, and after a namespace
+ * change (exclusive netns mode), during which the netdev's events found
+ * no reference to dispatch under (ibdev.h). Read the netdev again and
+ * have the core refresh its port and GID cache. Called with the core's
+ * unregistration lock held, never RTNL (the lock order of ibdev.h).
+ */
+static int iwarp_ib_enable_driver(struct ib_device *ibdev)
+{
+	struct iwarp_ibdev *iwdev = to_iwdev(ibdev);
+
+	rtnl_lock();
+	iwarp_ibdev_read_attrs(iwdev, true);
+	rtnl_unlock();
+	if (ib_device_try_get(ibdev)) {
+		iwarp_ibdev_dispatch(iwdev, IB_EVENT_GID_CHANGE);
+		ib_device_put(ibdev);
+	}
+	return 0;
+}
+
+static const struct ib_device_ops iwarp_ib_ops = {
+	.owner = THIS_MODULE,
+	/* libsiw binds by driver id and ABI version (RDMA-CORE.md §2.1). */
+	.driver_id = RDMA_DRIVER_SIW,
+	.uverbs_abi_ver = SIW_ABI_VERSION,
+
+	.alloc_pd = iwarp_ib_alloc_pd,
+	.alloc_ucontext = iwarp_ib_alloc_ucontext,
+	.dealloc_driver = iwarp_ib_dealloc_driver,
+	.dealloc_pd = iwarp_ib_dealloc_pd,
+	.dealloc_ucontext = iwarp_ib_dealloc_ucontext,
+	.disassociate_ucontext = iwarp_ib_disassociate_ucontext,
+	.enable_driver = iwarp_ib_enable_driver,
+	.get_netdev = iwarp_ib_get_netdev,
+	.get_port_immutable = iwarp_ib_get_port_immutable,
+	.query_device = iwarp_ib_query_device,
+	.query_gid = iwarp_ib_query_gid,
+	.query_port = iwarp_ib_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_pd, iwarp_ib_pd, base),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, iwarp_ib_ucontext, base),
+};
+
+/* Under ib_device_try_get(). */
+static void iwarp_ibdev_dispatch(struct iwarp_ibdev *iwdev, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &iwdev->ibdev,
+		.element.port_num = 1,
+		.event = type,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+/* Port speed and width as the core maps an Ethernet speed (ib_get_eth_speed). */
+static void iwarp_ibdev_speed(u32 mbps, u16 *speed, u8 *width)
+{
+	static const struct {
+		u32 mbps;
+		u16 speed;
+		u8 width;
+	} map[] = {
+		{ SPEED_1000, IB_SPEED_SDR, IB_WIDTH_1X },
+		{ SPEED_10000, IB_SPEED_FDR10, IB_WIDTH_1X },
+		{ SPEED_20000, IB_SPEED_DDR, IB_WIDTH_4X },
+		{ SPEED_25000, IB_SPEED_EDR, IB_WIDTH_1X },
+		{ SPEED_40000, IB_SPEED_FDR10, IB_WIDTH_4X },
+		{ SPEED_100000, IB_SPEED_EDR, IB_WIDTH_4X },
+		{ SPEED_200000, IB_SPEED_HDR, IB_WIDTH_4X },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++) {
+		if (mbps <= map[i].mbps) {
+			*speed = map[i].speed;
+			*width = map[i].width;
+			return;
+		}
+	}
+	*speed = IB_SPEED_NDR;
+	*width = IB_WIDTH_4X;
+}
+
+/*
+ * With RTNL held: caches what query_port and query_gid report, the MAC
+ * (@gid) and the ethtool speed. An unknown speed (virtio_net, carrier
+ * down) counts as 1 Gb/s, as in the core, without its log line.
+ */
+static void iwarp_ibdev_read_attrs(struct iwarp_ibdev *iwdev, bool gid)
+{
+	struct net_device *dev = iwdev->netdev;
+	struct ethtool_link_ksettings ks;
+	u32 mbps = SPEED_1000;
+	u16 speed;
+	u8 width;
+
+	ASSERT_RTNL();
+	/* alloc may meet a netdev going away: the link dies with it. */
+	if (dev->reg_state == NETREG_REGISTERED && !__ethtool_get_link_ksettings(dev, &ks) &&
+	    ks.base.speed != (u32)SPEED_UNKNOWN)
+		mbps = ks.base.speed;
+	iwarp_ibdev_speed(mbps, &speed, &width);
+	spin_lock(&iwdev->attr_lock);
+	iwdev->speed = speed;
+	iwdev->width = width;
+	if (gid && dev->addr_len == ETH_ALEN)
+		ether_addr_copy(iwdev->gid, dev->dev_addr);
+	spin_unlock(&iwdev->attr_lock);
+}
+
+static void iwarp_ibdev_netdev_change(struct iwarp_link *link, bool state_changed, bool addr)
+{
+	struct iwarp_ibdev *iwdev = link->ibdev;
+
+	ASSERT_RTNL();
+	lockdep_assert_held(&iwarp_links_lock);
+	/* Attached: the device's memory lives until dealloc_driver detaches. */
+	iwarp_ibdev_read_attrs(iwdev, addr);
+	if (!ib_device_try_get(&iwdev->ibdev))
+		return;
+	if (addr)
+		iwarp_ibdev_dispatch(iwdev, IB_EVENT_GID_CHANGE);
+	if (state_changed)
+		iwarp_ibdev_dispatch(iwdev, link->state == IWARP_LINK_STATE_UP ?
+				     IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
+	ib_device_put(&iwdev->ibdev);
+}
+
+static void iwarp_ibdev_detach(struct iwarp_link *link)
+{
+	struct iwarp_ibdev *iwdev = link->ibdev;
+
+	ASSERT_RTNL();
+	lockdep_assert_held(&iwarp_links_lock);
+	link->ibdev = NULL;
+	iwdev->link = NULL;
+	/*
+	 * Once per device: its pointers are cleared. Not inferred from a
+	 * failed ib_device_try_get(), which a namespace change also fails.
+	 */
+	get_device(&iwdev->ibdev.dev);
+	queue_work(iwarp_ibdev_wq, &iwdev->unreg_work);
+}
+
+static const struct iwarp_link_front iwarp_ibdev_front = {
+	.detach = iwarp_ibdev_detach,
+	.netdev_change = iwarp_ibdev_netdev_change,
+};
+
+/* Deletes the link of @index if it still exists (newlink's unwinding). */
+static void iwarp_ibdev_link_delete(u32 index)
+{
+	struct iwarp_link *link;
+
+	rtnl_lock();
+	mutex_lock(&iwarp_links_lock);
+	link = iwarp_link_find_index(index);
+	if (link)
+		iwarp_link_destroy(link, IWARP_EVENT_REASON_DELETED);
+	mutex_unlock(&iwarp_links_lock);
+	rtnl_unlock();
+}
+
+/* A new device on @dev for the link of @index; NULL without memory. */
+static struct iwarp_ibdev *iwarp_ibdev_alloc(struct net_device *dev, u32 index)
+{
+	struct iwarp_ibdev *iwdev;
+	struct ib_device *ibdev;
+
+	iwdev = ib_alloc_device(iwarp_ibdev, ibdev);
+	if (!iwdev)
+		return NULL;
+	/* From here on ib_dealloc_device() undoes it all (dealloc_driver). */
+	atomic_inc(&iwarp_nibdevs);
+	ibdev = &iwdev->ibdev;
+	ib_set_device_ops(ibdev, &iwarp_ib_ops);
+	INIT_WORK(&iwdev->unreg_work, iwarp_ibdev_unreg);
+	INIT_WORK(&iwdev->reap_work, iwarp_ibdev_reap);
+	spin_lock_init(&iwdev->attr_lock);
+	atomic_set(&iwdev->npd, 0);
+	iwdev->netdev = dev;
+	netdev_hold(dev, &iwdev->dev_tracker, GFP_KERNEL);
+	iwdev->link_index = index;
+
+	/*
+	 * The GID is the MAC (an iWARP port has no other address); a netdev
+	 * without one gets a random one, as in siw, since connection
+	 * management needs a unique GID.
+	 */
+	if (dev->addr_len != ETH_ALEN)
+		eth_random_addr(iwdev->gid);
+	rtnl_lock();
+	iwarp_ibdev_read_attrs(iwdev, true);
+	strscpy(ibdev->iw_ifname, dev->name, sizeof(ibdev->iw_ifname));
+	rtnl_unlock();
+	addrconf_addr_eui48((u8 *)&ibdev->node_guid, iwdev->gid);
+
+	ibdev->node_type = RDMA_NODE_RNIC;
+	strscpy(ibdev->node_desc, "iwarp", sizeof(ibdev->node_desc));
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	/* Connections are the link's own TCP sockets: no iwpmd. */
+	ibdev->iw_driver_flags = IW_F_NO_PORT_MAP;
+	ib_mark_name_assigned_by_user(ibdev);
+	return iwdev;
+}
+
+/*
+ * rdma_link_ops.newlink: called without RTNL, with the core's link_ops
+ * lock held for reading (module exit's rdma_link_unregister() waits for
+ * it) and a reference on @dev. No extack: errors are errnos only.
+ */
+static int iwarp_ibdev_newlink(const char *name, struct net_device *dev)
+{
+	struct iwarp_link_params params;
+	struct iwarp_ibdev *iwdev;
+	struct iwarp_link *link;
+	struct ib_device *other;
+	bool attached = false;
+	u32 index = 0;
+	int err;
+
+	if (strlen(name) > IWARP_LINK_NAME_MAX || !iwarp_link_name_valid(name)) {
+		pr_debug_ratelimited("rdma link add %s: not a valid link name\n", name);
+		return -EINVAL;
+	}
+	/* Racy checks, for a clear errno; registration checks names again. */
+	other = ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
+	if (other) {
+		ib_device_put(other);
+		pr_debug_ratelimited("rdma link add %s: the name is taken\n", name);
+		return -EEXIST;
+	}
+	other = ib_device_get_by_netdev(dev, RDMA_DRIVER_UNKNOWN);
+	if (other) {
+		ib_device_put(other);
+		pr_debug_ratelimited("rdma link add %s: the netdev has an RDMA device\n", name);
+		return -EBUSY;
+	}
+
+	iwarp_link_params_default(&params);
+	rtnl_lock();
+	link = iwarp_link_create(dev, name, &params, NULL);
+	if (!IS_ERR(link))
+		index = link->index;
+	rtnl_unlock();
+	if (IS_ERR(link)) {
+		pr_debug_ratelimited("rdma link add %s: %ld\n", name, PTR_ERR(link));
+		return PTR_ERR(link);
+	}
+
+	iwdev = iwarp_ibdev_alloc(dev, index);
+	if (!iwdev) {
+		err = -ENOMEM;
+		goto err_link;
+	}
+	/* Ours until attached: registration may be undone under us. */
+	get_device(&iwdev->ibdev.dev);
+	err = ib_register_device(&iwdev->ibdev, name, NULL);
+	if (err) {
+		ib_dealloc_device(&iwdev->ibdev);
+		put_device(&iwdev->ibdev.dev);
+		goto err_link;
+	}
+
+	rtnl_lock();
+	mutex_lock(&iwarp_links_lock);
+	link = iwarp_link_find_index(index);
+	if (link && !link->ibdev && ib_device_try_get(&iwdev->ibdev)) {
+		link->ibdev = iwdev;
+		iwdev->link = link;
+		attached = true;
+		/*
+		 * The netdev's events reach us from here on. Those since
+		 * alloc read the netdev's state: take it again, and have the
+		 * core refresh its cache of the port and the GID (GID_CHANGE
+		 * goes to no client on an iWARP port, RDMA-CORE.md §5).
+		 */
+		iwarp_ibdev_read_attrs(iwdev, true);
+		iwarp_ibdev_dispatch(iwdev, IB_EVENT_GID_CHANGE);
+		ib_device_put(&iwdev->ibdev);
+	}
+	mutex_unlock(&iwarp_links_lock);
+	rtnl_unlock();
+	if (!attached) {
+		/*
+		 * The link died meanwhile (iwarpctl link del, its netdev went)
+		 * or the device is being unregistered (rdma link delete):
+		 * finish both. dealloc_driver finds no link attached.
+		 */
+		ib_unregister_device(&iwdev->ibdev);
+		put_device(&iwdev->ibdev.dev);
+		err = -ENODEV;
+		goto err_link;
+	}
+	put_device(&iwdev->ibdev.dev);
+	return 0;
+
+err_link:
+	iwarp_ibdev_link_delete(index);
+	return err;
+}
+
+static struct rdma_link_ops iwarp_ibdev_link_ops = {
+	.type = "iwarp",
+	.newlink = iwarp_ibdev_newlink,
+};
+
+static int __init iwarp_ibdev_init(void)
+{
+	int err;
+
+	iwarp_ibdev_wq = alloc_workqueue("iwarp_ibdev", 0, 0);
+	if (!iwarp_ibdev_wq)
+		return -ENOMEM;
+	err = iwarp_link_front_register(&iwarp_ibdev_front);
+	if (err) {
+		destroy_workqueue(iwarp_ibdev_wq);
+		return err;
+	}
+	/* Last: `rdma link add` may run as soon as it is registered. */
+	rdma_link_register(&iwarp_ibdev_link_ops);
+	return 0;
+}
+
+static void __exit iwarp_ibdev_exit(void)
+{
+	/* No newlink runs or starts once it returns. */
+	rdma_link_unregister(&iwarp_ibdev_link_ops);
+	/* Deletes the links with a device: each queued for unregistration. */
+	iwarp_link_front_unregister(&iwarp_ibdev_front);
+	/*
+	 * Unregistration waits for uverbs calls in flight only
+	 * (disassociate_ucontext), which a user may stall (ibdev.h): say so.
+	 */
+	while (!wait_event_timeout(iwarp_ibdevs_wait, !atomic_read(&iwarp_nibdevs), 60 * HZ))
+		pr_warn("unload: waiting for %d RDMA devices to unregister (a uverbs call in flight)\n",
+			atomic_read(&iwarp_nibdevs));
+	/* The last works may still be returning: the workqueue's fence. */
+	destroy_workqueue(iwarp_ibdev_wq);
+}
+
+module_init(iwarp_ibdev_init);
+module_exit(iwarp_ibdev_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_VERSION(IWARP_VERSION);
+MODULE_DESCRIPTION("Software iWARP: RDMA-core devices on iwarp links (rdma link add ... type iwarp)");
+MODULE_ALIAS_RDMA_LINK("iwarp");

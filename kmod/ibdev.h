@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * iwarp_rdma.ko, the RDMA-core front end, stage 1 (docs/RDMA-CORE.md): an
+ * ib_device per link made with `rdma link add NAME type iwarp netdev DEV`.
+ * It registers what works today (device, port and GID queries, user
+ * contexts, PDs); without the kernel verbs the core marks it
+ * kverbs_provider = false, so only uverbs binds to it and answers every
+ * other verb EOPNOTSUPP. A module of its own, so iwarp.ko (genetlink,
+ * userlib) loads without the RDMA core; ib_core loads it on `rdma link add
+ * ... type iwarp` (its alias rdma-link-iwarp), and modprobe brings in
+ * iwarp.ko and ib_core first.
+ *
+ * Lifetime and concurrency (the rules of docs/DESIGN.md, for this object):
+ *
+ * - The link owns the attachment. link->ibdev and ibdev->link point at
+ *   each other while both live; both are set and cleared only with RTNL
+ *   and iwarp_links_lock held. Every way a link dies (iwarpctl link del,
+ *   its netdev unregistered or moved to another namespace, this module's
+ *   exit) runs under RTNL and calls the detach hook (link.h): it clears
+ *   both pointers and queues a work that holds the device (get_device)
+ *   and unregisters it, never waiting under RTNL. The work runs whatever
+ *   state the device is in: a failed ib_device_try_get() means an
+ *   unregistration *or a namespace change* (rdma_dev_change_netns, in
+ *   exclusive netns mode) is under way, and only the first ends in
+ *   dealloc_driver; ib_unregister_device() waits for either and is a
+ *   no-op on a device already deallocated.
+ * - The ib_device may also go first: `rdma link delete NAME`
+ *   (ib_unregister_device_and_put, no RTNL), or siw.ko's module exit,
+ *   whose ib_unregister_driver(RDMA_DRIVER_SIW) unregisters our devices
+ *   too (they share siw's driver id, §2.4). Either way the core calls
+ *   dealloc_driver, which takes RTNL and deletes the link if it is still
+ *   attached. So the pair always dies together, whoever starts: after
+ *   `rmmod siw` the links made by `rdma link add` are gone and iwarp
+ *   itself is still usable. No core path calls dealloc_driver with RTNL
+ *   held (6.1 and 6.12: nldev_dellink, ib_unregister_driver, the core's
+ *   unregistration work, and our own calls, none under RTNL).
+ * - Publish last. newlink creates the link, registers the ib_device with
+ *   no lock of ours held (registration takes the core's locks and calls
+ *   its clients), and only then attaches it, if the link still exists
+ *   and the device is still registered (ib_device_try_get). Otherwise it
+ *   unregisters the device and deletes the link itself. The netdev's
+ *   events before the attach reach nobody: attach reads the netdev again
+ *   and has the core refresh its port and GID cache.
+ * - Check before you hold. Events from the netdev notifier update the
+ *   cached attributes of an attached device (its memory lives until
+ *   dealloc_driver detaches it) and dispatch only under
+ *   ib_device_try_get().
+ * - No RTNL from users. query_port and query_gid, which any local user
+ *   reaches through the uverbs node and sysfs, read attributes cached
+ *   under RTNL by alloc, attach and the netdev's events (attr_lock).
+ * - Every deferred thing holds a reference. The ib_device holds its netdev
+ *   (netdev_hold) from allocation to dealloc_driver, so get_netdev can
+ *   answer at any time, before registration too (6.12's GID cache needs
+ *   it). dealloc_driver queues a reap work that holds the device's memory
+ *   (get_device). The reap waits for the thread that called
+ *   dealloc_driver to leave it (ib_unregister_device of a device no longer
+ *   registered only takes and drops the core's unregistration lock, which
+ *   that thread holds until it has returned), then drops the memory and
+ *   the module-wide count of devices. On newlink's failed registration
+ *   (ib_dealloc_device, no unregistration lock) the reap may finish while
+ *   newlink is still in our text; module exit's rdma_link_unregister()
+ *   waits for every newlink to return, which covers it.
+ * - Two behaviours of the core this relies on, true in 6.1 and 6.12 and
+ *   to check on each new kernel: __ib_unregister_device() on a device
+ *   already deallocated only locks and unlocks its unregistration lock
+ *   (6.12: and its empty subdev_lock); and every caller of it, the
+ *   core's and ours (unreg_work, the reap, newlink), holds the device's
+ *   memory (get_device) until after that unlock returns, so the reap's
+ *   put cannot free the lock under an unlocker.
+ * - Module exit: rdma_link_unregister() first (it waits for running
+ *   newlinks and stops new ones), then the front end's hooks go and every
+ *   link with a device is deleted (its device queued for unregistration),
+ *   then exit waits for the count of devices to reach zero and destroys
+ *   the workqueue, so no code of ours runs afterwards. It never calls
+ *   ib_unregister_driver(), which would take siw's devices as well.
+ *   iwarp.ko cannot go first: this module uses its symbols.
+ * - Lock order: the core's link_ops_rwsem (held for reading around
+ *   newlink) and its per-device unregistration lock (held around our
+ *   dealloc_driver) > RTNL > iwarp_links_lock > iwdev->attr_lock. No lock
+ *   of ours is held across ib_register_device() or ib_unregister_device().
+ * - Users: disassociate_ucontext is set, so unregistration does not wait
+ *   for processes that merely hold the device open: uverbs destroys their
+ *   objects and queues IB_EVENT_DEVICE_FATAL on their async fd, and an
+ *   open device does not pin the module. It does wait for uverbs calls in
+ *   flight, as for every uverbs provider, and a user can stall one for as
+ *   long as a page fault on its buffer lasts (a FUSE page its own daemon
+ *   never serves): unregistration, and with it the netdev and module exit,
+ *   waits that long. Module exit logs the wait every minute.
+ */
+#ifndef _IWARP_IBDEV_H
+#define _IWARP_IBDEV_H
+
+#include <linux/atomic.h>
+#include <linux/if_ether.h>
+#include <linux/netdevice.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+
+struct iwarp_link;
+
+/*
+ * The ids query_device reports: "iwp" in ASCII as the vendor (siw uses
+ * "bmt" the same way; neither is an assigned IEEE OUI) and part 1, the
+ * siw-ABI front end. libsiw looks at neither (docs/RDMA-CORE.md §2.1).
+ */
+#define IWARP_IB_VENDOR_ID	0x697770
+#define IWARP_IB_PART_ID	1
+
+/*
+ * PDs per device: the one limit of the stage-1 objects. One pool for all
+ * users, as in siw; the rdma cgroup limits a user's share (RDMA-CORE.md).
+ */
+#define IWARP_IB_MAX_PD		65536
+
+struct iwarp_ibdev {
+	struct ib_device ibdev;		/* first: the core allocates us */
+	struct iwarp_link *link;	/* RTNL + iwarp_links_lock; NULL once detached */
+	struct net_device *netdev;	/* held until dealloc_driver */
+	netdevice_tracker dev_tracker;
+	u32 link_index;			/* the link's index: dev_id for libsiw */
+	spinlock_t attr_lock;		/* gid, speed, width */
+	u8 gid[ETH_ALEN];		/* the netdev's MAC, or random without one */
+	u16 speed;			/* enum ib_port_speed */
+	u8 width;			/* enum ib_port_width */
+	atomic_t npd;
+	struct work_struct unreg_work;	/* detach: the link is gone */
+	struct work_struct reap_work;	/* dealloc_driver: the device is gone */
+};
+
+#endif /* _IWARP_IBDEV_H */
