@@ -228,7 +228,8 @@ static void iwarp_ibdev_dispatch(struct iwarp_ibdev *iwdev, enum ib_event_type t
  * change (exclusive netns mode), during which the netdev's events found
  * no reference to dispatch under (ibdev.h). Read the netdev again and
  * have the core refresh its port and GID cache. Called with the core's
- * unregistration lock held, never RTNL (the lock order of ibdev.h).
+ * devices_rwsem held for reading (after a namespace change also its
+ * unregistration lock), never RTNL (the lock order of ibdev.h).
  */
 static int iwarp_ib_enable_driver(struct ib_device *ibdev)
 {

@@ -75,8 +75,10 @@
  *   ib_unregister_driver(), which would take siw's devices as well.
  *   iwarp.ko cannot go first: this module uses its symbols.
  * - Lock order: the core's link_ops_rwsem (held for reading around
- *   newlink) and its per-device unregistration lock (held around our
- *   dealloc_driver) > RTNL > iwarp_links_lock > iwdev->attr_lock. No lock
+ *   newlink), its per-device unregistration lock (held around our
+ *   dealloc_driver) and its devices_rwsem (held for reading around our
+ *   enable_driver, which takes RTNL) > RTNL > iwarp_links_lock >
+ *   iwdev->attr_lock. No lock
  *   of ours is held across ib_register_device() or ib_unregister_device().
  * - Users: disassociate_ucontext is set, so unregistration does not wait
  *   for processes that merely hold the device open: uverbs destroys their
