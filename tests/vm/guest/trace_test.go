@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -558,14 +560,20 @@ func tracePerf(t *testing.T, tr *traceInst, tp *Topology) {
 
 // traceBpftrace attaches a bpftrace program to the iwarp tracepoints
 // (its BEGIN probe runs once they are attached) during a session and
-// reads what it printed of the active side's state changes.
+// reads what it printed of the active side's state changes. bpftrace
+// prints each CPU's events in turn, not all in time order: a change made
+// by a worker on one CPU may print before the one the caller made on
+// another just before, so each line carries its time (nsecs, the
+// monotonic clock) and the changes are compared in that order. Each
+// change is traced under the connection's lock, so their times follow
+// the order the changes were made in.
 func traceBpftrace(t *testing.T, tr *traceInst, tp *Topology) {
 	bt, err := exec.LookPath("bpftrace")
 	if err != nil {
 		t.Fatalf("bpftrace (scripts/deps.sh): %v", err)
 	}
 	prog := `BEGIN { printf("ready\n"); }
-tracepoint:iwarp:iwarp_cm_state { printf("cm %u %u %u %u\n", args->id, args->kind, args->old_state, args->new_state); }`
+tracepoint:iwarp:iwarp_cm_state { printf("cm %u %u %u %u %lu\n", args->id, args->kind, args->old_state, args->new_state, nsecs); }`
 	cmd := exec.Command(bt, "-B", "line", "-e", prog)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -609,21 +617,36 @@ tracepoint:iwarp:iwarp_cm_state { printf("cm %u %u %u %u\n", args->id, args->kin
 	_, ids := traceSession(t, tr, tp, false)
 	// enum iwarp_cm_state values (uapi/iwarp.h); 9 is "new".
 	want := []string{"9 1", "1 3", "3 6", "6 7", "7 8"}
-	var got []string
-	for len(got) < len(want) {
+	type change struct {
+		at    uint64
+		state string
+	}
+	var seen []change
+	for len(seen) < len(want) {
 		l, ok := next("state change of connection " + ids[0])
 		if !ok {
 			t.Fatalf("bpftrace ended: %s", stderr.String())
 		}
-		// "cm <id> <kind> <old> <new>"; kind 1 is active.
-		if f := strings.Fields(l); len(f) == 5 && f[0] == "cm" && f[1] == ids[0] {
-			if f[2] != "1" {
-				t.Fatalf("bpftrace: kind %s for the active side: %q", f[2], l)
-			}
-			got = append(got, f[3]+" "+f[4])
+		// "cm <id> <kind> <old> <new> <nsecs>"; kind 1 is active.
+		f := strings.Fields(l)
+		if len(f) != 6 || f[0] != "cm" || f[1] != ids[0] {
+			continue
 		}
+		if f[2] != "1" {
+			t.Fatalf("bpftrace: kind %s for the active side: %q", f[2], l)
+		}
+		at, err := strconv.ParseUint(f[5], 10, 64)
+		if err != nil {
+			t.Fatalf("bpftrace line %q: %v", l, err)
+		}
+		seen = append(seen, change{at, f[3] + " " + f[4]})
+	}
+	sort.SliceStable(seen, func(i, j int) bool { return seen[i].at < seen[j].at })
+	var got []string
+	for _, c := range seen {
+		got = append(got, c.state)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("bpftrace saw connection %s go through %v, want %v", ids[0], got, want)
+		t.Fatalf("bpftrace saw connection %s go through %v, want %v (%v)", ids[0], got, want, seen)
 	}
 }
