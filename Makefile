@@ -34,11 +34,11 @@ GOFLAGS_BUILD := -trimpath
 VERSION := $(shell cat VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: all help deps kmod kmod-debug ksrc go opcheck connrate generate check-generated conformance test test-host \
+.PHONY: all help deps kmod kmod-debug ksrc go opcheck connrate ibvmr generate check-generated conformance test test-host \
 	test-proto fuzz demo bench stress sparse checkpatch vet clean kdebug-kernel kmod-kdebug test-debug \
 	deps-k612 kmod-k612 test-k612 install install-check dkms deb deb-check man
 
-all: kmod go opcheck connrate
+all: kmod go opcheck connrate ibvmr
 
 help:
 	@echo "make            build the module for $(KVER) (the running kernel if its headers are installed, else the guest kernel) and bin/*"
@@ -93,6 +93,14 @@ opcheck: build/opcheck
 build/opcheck: tests/vm/opcheck/opcheck.c
 	@mkdir -p build
 	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs -lrdmacm
+
+# PDs and MRs through libibverbs on an RDMA-core device
+# (tests/vm/guest/rdmacore_test.go).
+ibvmr: build/ibvmr
+
+build/ibvmr: tests/vm/ibvmr/ibvmr.c
+	@mkdir -p build
+	$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs
 
 # siw's side of the connection setup rate (tests/vm/guest/setuprate_test.go).
 connrate: build/connrate
@@ -242,7 +250,7 @@ kmod-kdebug: kdebug-kernel
 KDEBUG_LAST := ^TestSiwRpingModes$$/^p2p$$
 KDEBUG_SKIP := ^(TestSiwRpingModes|TestTracepoints)$$/^(p2p|bpftrace|bpftrace-docs)$$
 
-test-debug: kmod-kdebug go opcheck connrate
+test-debug: kmod-kdebug go opcheck connrate ibvmr
 	IWARP_VM_KERNEL_DIR=$$(sh scripts/kdebug.sh dir) IWARP_VM_REQUIRED=1 \
 		IWARP_VM_TIMEOUT=$(KDEBUG_VM_TIMEOUT) IWARP_VM_SKIP='$(KDEBUG_SKIP)' \
 		$(GO) test -count=1 -timeout $(KDEBUG_GO_TIMEOUT) ./tests/vm/
@@ -268,7 +276,7 @@ deps-k612:
 kmod-k612: deps-k612
 	$(MAKE) kmod-debug kmod sparse KVER=$$(sh scripts/k612.sh --no-install)
 
-test-k612: kmod-k612 go opcheck connrate
+test-k612: kmod-k612 go opcheck connrate ibvmr
 	IWARP_KVER=$$(sh scripts/k612.sh --no-install) IWARP_VM_REQUIRED=1 IWARP_VM_RUN='$(K612_RUN)' \
 		$(GO) test -count=1 -timeout 60m -run TestVM -v ./tests/vm/
 

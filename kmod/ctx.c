@@ -64,6 +64,7 @@ void iwarp_ctx_put(struct iwarp_ctx *ctx)
 {
 	kref_put(&ctx->ref, iwarp_ctx_release_ref);
 }
+EXPORT_SYMBOL_GPL(iwarp_ctx_put);
 
 int iwarp_ctx_lock(struct iwarp_ctx *ctx, struct netlink_ext_ack *extack)
 {
@@ -340,6 +341,7 @@ struct iwarp_ctx *iwarp_ctx_alloc(void)
 	}
 	return ctx;
 }
+EXPORT_SYMBOL_GPL(iwarp_ctx_alloc);
 
 /*
  * Requests that resolved the context before may still hold it; they find it
@@ -361,6 +363,7 @@ void iwarp_ctx_close(struct iwarp_ctx *ctx)
 	iwarp_ctx_drop_events(ctx);
 	iwarp_ctx_put(ctx);
 }
+EXPORT_SYMBOL_GPL(iwarp_ctx_close);
 
 static int iwarp_ctx_open(struct inode *inode, struct file *file)
 {

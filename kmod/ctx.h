@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Verbs contexts: one per open() of /dev/iwarp. A context owns PDs, MRs, CQs
- * and QPs; release() of its file destroys them all. Generic netlink requests
- * name a context by its file descriptor in the sender's file table.
+ * Verbs contexts: one per open() of /dev/iwarp, and one per user context
+ * of an iwarp RDMA-core device (iwarp_rdma.ko, which owns it without a
+ * file). A context owns PDs, MRs, CQs and QPs; release() of its file, or
+ * the RDMA core's dealloc_ucontext, destroys them all. Generic netlink
+ * requests name a context by its file descriptor in the sender's file
+ * table; a context without a file is named by no request, only listed in
+ * resource dumps.
  *
  * Locking: ctx->lock serialises creation and destruction of the context's
  * resources and protects ctx->dead. It is never held while taking mmap_lock
@@ -83,8 +87,9 @@ int iwarp_ctx_init(void);
 void iwarp_ctx_exit(void);
 
 /*
- * A context without a file (open() uses it; so do the self-tests), and its
- * end: marks it dead, destroys everything it owns, drops one reference.
+ * A context without a file (open() uses it; so do the self-tests and
+ * iwarp_rdma.ko), made in and for the current task, and its end: marks it
+ * dead, destroys everything it owns, drops one reference.
  */
 struct iwarp_ctx *iwarp_ctx_alloc(void);
 void iwarp_ctx_close(struct iwarp_ctx *ctx);

@@ -16,12 +16,16 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
 #include <rdma/rdma_netlink.h>
+#include <rdma/uverbs_ioctl.h>
 #include <rdma/siw-abi.h>
 
 #include "compat.h"
+#include "ctx.h"
 #include "ibdev.h"
 #include "iwarp.h"
 #include "link.h"
+#include "mr.h"
+#include "pd.h"
 #include "version.h"
 
 /* Devices allocated and not yet reaped; module exit waits for zero. */
@@ -29,12 +33,24 @@ static atomic_t iwarp_nibdevs = ATOMIC_INIT(0);
 static DECLARE_WAIT_QUEUE_HEAD(iwarp_ibdevs_wait);
 static struct workqueue_struct *iwarp_ibdev_wq;
 
+/*
+ * A process's use of the device: an iwarp context of its own, without a
+ * file, that owns the engine objects its PDs and MRs are (ibdev.h).
+ */
 struct iwarp_ib_ucontext {
 	struct ib_ucontext base;
+	struct iwarp_ctx *ctx;		/* alloc_ucontext to dealloc_ucontext */
 };
 
 struct iwarp_ib_pd {
 	struct ib_pd base;
+	struct iwarp_ctx *ctx;		/* held: the ucontext's */
+	u32 id;				/* the PD in it */
+};
+
+struct iwarp_ib_mr {
+	struct ib_mr base;
+	struct iwarp_ctx *ctx;		/* held: the one that owns the region */
 };
 
 static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
@@ -54,10 +70,13 @@ static int iwarp_ib_query_device(struct ib_device *ibdev, struct ib_device_attr 
 		return -EINVAL;
 	memset(attr, 0, sizeof(*attr));
 	/*
-	 * Only PDs exist yet: every other object's maximum is 0 until the
-	 * verbs that create it are registered (stage 2).
+	 * PDs and MRs exist; every other object's maximum is 0 until the
+	 * verbs that create it are registered (stage 2). The MR limit is the
+	 * module's: STag indexes are shared by every context.
 	 */
 	attr->max_pd = IWARP_IB_MAX_PD;
+	attr->max_mr = IWARP_MR_MAX_INDEX;
+	attr->max_mr_size = IWARP_MR_MAX_LENGTH;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->vendor_id = IWARP_IB_VENDOR_ID;
 	attr->vendor_part_id = IWARP_IB_PART_ID;
@@ -127,42 +146,162 @@ static struct net_device *iwarp_ib_get_netdev(struct ib_device *ibdev, u32 port)
 
 static int iwarp_ib_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
 {
+	struct iwarp_ib_ucontext *uc = container_of(uctx, struct iwarp_ib_ucontext, base);
 	struct siw_uresp_alloc_ctx uresp = {
 		.dev_id = to_iwdev(uctx->device)->link_index,
 	};
+	int err;
 
 	/* libsiw's answer: it takes a device whose reply it can read. */
 	if (udata->outlen < sizeof(uresp))
 		return -EINVAL;
-	return ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+	/* The opener's: its netns, pid, uid and name in resource dumps. */
+	uc->ctx = iwarp_ctx_alloc();
+	if (!uc->ctx)
+		return -ENOMEM;
+	err = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+	if (err) {
+		iwarp_ctx_close(uc->ctx);
+		uc->ctx = NULL;
+	}
+	return err;
 }
 
+/*
+ * uverbs destroyed the context's PDs and MRs before (on unregistration
+ * too): this only closes the empty iwarp context.
+ */
 static void iwarp_ib_dealloc_ucontext(struct ib_ucontext *uctx)
 {
+	struct iwarp_ib_ucontext *uc = container_of(uctx, struct iwarp_ib_ucontext, base);
+
+	iwarp_ctx_close(uc->ctx);
+	uc->ctx = NULL;
 }
 
 /*
  * Unregistration with the device open: uverbs has destroyed the
- * context's objects. Nothing of ours maps or reads user memory yet.
+ * context's objects, the MRs' pins with them. Nothing of ours maps user
+ * memory yet.
  */
 static void iwarp_ib_disassociate_ucontext(struct ib_ucontext *uctx)
 {
 }
 
-static int iwarp_ib_alloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+static struct iwarp_ctx *iwarp_ib_udata_ctx(struct ib_udata *udata)
 {
-	struct iwarp_ibdev *iwdev = to_iwdev(pd->device);
+	struct iwarp_ib_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct iwarp_ib_ucontext, base);
 
+	return uc ? uc->ctx : NULL;
+}
+
+/* A process's PD, an engine PD in its context. No kernel PDs yet. */
+static int iwarp_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct iwarp_ibdev *iwdev = to_iwdev(ibpd->device);
+	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
+	struct iwarp_ctx *ctx = iwarp_ib_udata_ctx(udata);
+	int err;
+
+	if (!ctx)
+		return -EOPNOTSUPP;
 	if (atomic_inc_return(&iwdev->npd) > IWARP_IB_MAX_PD) {
 		atomic_dec(&iwdev->npd);
 		return -ENOMEM;
 	}
+	err = iwarp_pd_alloc(ctx, &pd->id, NULL);
+	if (err) {
+		atomic_dec(&iwdev->npd);
+		return err;
+	}
+	iwarp_ctx_get(ctx);
+	pd->ctx = ctx;
 	return 0;
 }
 
-static int iwarp_ib_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+static int iwarp_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	atomic_dec(&to_iwdev(pd->device)->npd);
+	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
+	int err;
+
+	/* uverbs frees the PD only after every MR in it: not busy. */
+	err = iwarp_pd_free(pd->ctx, pd->id, NULL);
+	if (err)
+		return err;
+	iwarp_ctx_put(pd->ctx);
+	atomic_dec(&to_iwdev(ibpd->device)->npd);
+	return 0;
+}
+
+/* IB access flags of a user MR in the engine's terms. */
+static int iwarp_ib_mr_access(int ib, u32 *access)
+{
+	/* A hint and the flags a provider may ignore (ib_verbs.h). */
+	ib &= ~(IB_ACCESS_HUGETLB | IB_ACCESS_OPTIONAL);
+	if (ib & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
+		   IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC))
+		return -EOPNOTSUPP;	/* memory windows, zero-based, ODP... */
+	*access = 0;
+	if (ib & IB_ACCESS_LOCAL_WRITE)
+		*access |= IWARP_MR_ACCESS_F_LOCAL_WRITE;
+	if (ib & IB_ACCESS_REMOTE_READ)
+		*access |= IWARP_MR_ACCESS_F_REMOTE_READ;
+	if (ib & IB_ACCESS_REMOTE_WRITE)
+		*access |= IWARP_MR_ACCESS_F_REMOTE_WRITE;
+	if (ib & IB_ACCESS_REMOTE_ATOMIC)
+		*access |= IWARP_MR_ACCESS_F_REMOTE_ATOMIC;
+	return 0;
+}
+
+/*
+ * A process's memory, pinned and charged to its RLIMIT_MEMLOCK as a
+ * /dev/iwarp registration is: the same engine MR, whose STag is both
+ * keys. Its tagged offsets are its virtual addresses: an iova of its own
+ * (ibv_reg_mr_iova) is refused.
+ */
+static struct ib_mr *iwarp_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+					  u64 virt_addr, int ib_access, struct ib_udata *udata)
+{
+	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
+	struct iwarp_ctx *ctx = pd->ctx;
+	struct iwarp_ib_mr *mr;
+	u32 access, stag;
+	int err;
+
+	if (virt_addr != start)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > IWARP_MR_MAX_LENGTH || start + length < start)
+		return ERR_PTR(-EINVAL);
+	err = iwarp_ib_mr_access(ib_access, &access);
+	if (err)
+		return ERR_PTR(err);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = iwarp_mr_reg(ctx, pd->id, start, length, access, &stag, NULL);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	iwarp_ctx_get(ctx);
+	mr->ctx = ctx;
+	mr->base.lkey = stag;
+	mr->base.rkey = stag;
+	return &mr->base;
+}
+
+static int iwarp_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct iwarp_ib_mr *mr = container_of(ibmr, struct iwarp_ib_mr, base);
+	int err;
+
+	/* Waits for the datapath's short references, never for a peer. */
+	err = iwarp_mr_dereg(mr->ctx, ibmr->lkey, NULL);
+	if (err)
+		return err;
+	iwarp_ctx_put(mr->ctx);
+	kfree(mr);
 	return 0;
 }
 
@@ -256,6 +395,7 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	.dealloc_driver = iwarp_ib_dealloc_driver,
 	.dealloc_pd = iwarp_ib_dealloc_pd,
 	.dealloc_ucontext = iwarp_ib_dealloc_ucontext,
+	.dereg_mr = iwarp_ib_dereg_mr,
 	.disassociate_ucontext = iwarp_ib_disassociate_ucontext,
 	.enable_driver = iwarp_ib_enable_driver,
 	.get_netdev = iwarp_ib_get_netdev,
@@ -263,6 +403,7 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	.query_device = iwarp_ib_query_device,
 	.query_gid = iwarp_ib_query_gid,
 	.query_port = iwarp_ib_query_port,
+	.reg_user_mr = iwarp_ib_reg_user_mr,
 
 	INIT_RDMA_OBJ_SIZE(ib_pd, iwarp_ib_pd, base),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, iwarp_ib_ucontext, base),

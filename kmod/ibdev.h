@@ -80,6 +80,15 @@
  *   enable_driver, which takes RTNL) > RTNL > iwarp_links_lock >
  *   iwdev->attr_lock. No lock
  *   of ours is held across ib_register_device() or ib_unregister_device().
+ * - User objects: each ucontext owns an iwarp context (ctx.h) from
+ *   alloc_ucontext to dealloc_ucontext, made in the opener's task. A PD
+ *   or MR wrapper holds a reference to that context and names its engine
+ *   object by id (PD) or STag (MR); the engine MR pins and charges the
+ *   registering task's memory. uverbs destroys every MR and PD before
+ *   dealloc_ucontext, also on unregistration, so the context closes
+ *   empty; the references only keep its memory for a wrapper's last
+ *   call. Nothing of a user context outlives its destroy call in our
+ *   code, and nothing of it pins either module.
  * - Users: disassociate_ucontext is set, so unregistration does not wait
  *   for processes that merely hold the device open: uverbs destroys their
  *   objects and queues IB_EVENT_DEVICE_FATAL on their async fd, and an

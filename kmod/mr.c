@@ -14,6 +14,7 @@
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/sched/mm.h>
+#include <linux/export.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 #include <net/netlink.h>
@@ -368,6 +369,7 @@ err_free:
 	iwarp_mr_free(mr);
 	return err;
 }
+EXPORT_SYMBOL_GPL(iwarp_mr_reg);
 
 int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *extack)
 {
@@ -390,6 +392,7 @@ int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *exta
 	iwarp_mr_teardown(mr);
 	return 0;
 }
+EXPORT_SYMBOL_GPL(iwarp_mr_dereg);
 
 void iwarp_mr_destroy_all(struct iwarp_ctx *ctx)
 {

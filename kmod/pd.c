@@ -5,6 +5,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/export.h>
 #include <linux/slab.h>
 #include <net/netlink.h>
 
@@ -61,6 +62,7 @@ err_put:
 	iwarp_pd_put(pd);
 	return err;
 }
+EXPORT_SYMBOL_GPL(iwarp_pd_alloc);
 
 int iwarp_pd_free(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)
 {
@@ -85,6 +87,7 @@ int iwarp_pd_free(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)
 		iwarp_pd_put(pd);
 	return err;
 }
+EXPORT_SYMBOL_GPL(iwarp_pd_free);
 
 struct iwarp_pd *iwarp_pd_use(struct iwarp_ctx *ctx, u32 id)
 {

@@ -61,8 +61,9 @@ func newResourceCmd(a *app, object, short, long string, spec filterSpec,
 
 const resourceLong = `
 
-Lists the objects of the verbs contexts (/dev/iwarp) opened in this network
-namespace: with CAP_NET_ADMIN all of them, otherwise only those of contexts
+Lists the objects of the verbs contexts opened in this network namespace
+(each open of /dev/iwarp, and each ibv_open_device() of an iwarp RDMA
+device): with CAP_NET_ADMIN all of them, otherwise only those of contexts
 opened with the caller's effective uid. pid is the process that opened the
 context (0 if it is not visible in this PID namespace), comm its command
 name then, ctx the context's id.

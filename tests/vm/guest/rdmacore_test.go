@@ -166,6 +166,8 @@ func TestRDMACoreDevice(t *testing.T) {
 		})
 	}
 
+	t.Run("mr", func(t *testing.T) { rdmaCoreMR(t, b) })
+
 	t.Run("refused", func(t *testing.T) {
 		name := rdmaIwarpAdd(t, b, "iwrc_ref", "vb")
 		a := tp.A
@@ -346,11 +348,19 @@ func TestRDMACoreDevice(t *testing.T) {
 		if _, errs, code := iwarpctl(t, tp.A, "link", "add", "iwctl1", "dev", "va"); code != 0 {
 			t.Fatalf("iwarpctl link add: %s", errs)
 		}
-		w := startAsyncWatch(t, name)
+		// Held open with a region registered: the region goes too.
+		h := startIbvmr(t, b, 0, name)
+		base := h.statusKB(t, "VmLck")
+		h.ok(t, "pd")
+		h.ok(t, "reg 65536 1")
 		if err := unloadRDMAModule(); err != nil {
 			t.Fatalf("with %s held open: %v", name, err)
 		}
-		w.expect(t, "IBV_EVENT_DEVICE_FATAL")
+		h.expect(t, "event local catastrophic error")
+		if got := h.statusKB(t, "VmLck"); got != base {
+			t.Fatalf("VmLck %d kB after rmmod, want %d", got, base)
+		}
+		h.quit(t)
 		if _, err := os.Stat("/sys/class/infiniband/" + name); err == nil {
 			t.Fatalf("%s is listed after rmmod", name)
 		}
@@ -366,7 +376,7 @@ func TestRDMACoreDevice(t *testing.T) {
 			t.Fatal(err)
 		}
 		name = rdmaIwarpAdd(t, b, "iwrc_rmmod2", "vb")
-		w = startAsyncWatch(t, name)
+		w := startAsyncWatch(t, name)
 		if err := unloadModule(); err != nil {
 			t.Fatalf("with %s held open: %v", name, err)
 		}

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+//go:build vmguest
+
+package guest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rdmaCoreMR: PDs and memory regions made through libibverbs (libsiw) on
+// an iwarp RDMA-core device are the engine's own: an unprivileged process
+// registers memory, charged to its RLIMIT_MEMLOCK, the region shows in
+// `iwarpctl mr show` under that process with its STag as both keys, the
+// refusals carry their errno, and deregistration or the device's
+// deletion with the region alive gives every pin back.
+func rdmaCoreMR(t *testing.T, b string) {
+	name := rdmaIwarpAdd(t, b, "iwrc_mr", "vb")
+	const nobody = 65534
+	h := startIbvmr(t, b, nobody, name)
+	base := h.statusKB(t, "VmLck")
+
+	h.ok(t, "pd")
+	// IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ.
+	f := strings.Fields(h.ok(t, "reg 65536 7"))
+	if len(f) != 2 || f[0] != f[1] || f[0] == "0" {
+		t.Fatalf("reg: lkey and rkey %v, want one nonzero STag", f)
+	}
+	stag, _ := strconv.ParseUint(f[0], 10, 32)
+	mrs := resdumpShow(t, b, 0, "mr", h.pid)
+	if len(mrs) != 1 || uint64(mrs[0].STag) != stag || mrs[0].Length != 65536 || mrs[0].Comm != "ibvmr" ||
+		!slices.Equal(mrs[0].Access, []string{"local-write", "remote-read", "remote-write"}) {
+		t.Fatalf("iwarpctl mr show: %+v, want the region of STag %d, 65536 octets, of ibvmr", mrs, stag)
+	}
+	// Its owner sees it too, without the key.
+	if own := resdumpShow(t, b, nobody, "mr", h.pid); len(own) != 1 || own[0].STag != 0 {
+		t.Fatalf("iwarpctl mr show as uid %d: %+v, want the region without its STag", nobody, own)
+	}
+	if got := h.statusKB(t, "VmLck"); got != base+64 {
+		t.Fatalf("VmLck %d kB after a 64 KiB region, want %d", got, base+64)
+	}
+	if out := run(t, "rdma", "res", "show", "mr", "dev", name); !strings.Contains(out, "mrlen 65536") {
+		t.Fatalf("rdma res show mr dev %s: %q, want the 64 KiB region", name, out)
+	}
+
+	// Refusals: an iova of its own (95 EOPNOTSUPP), a memory window
+	// right (IBV_ACCESS_MW_BIND, 95), remote write without local write
+	// (22 EINVAL, the core's rule).
+	h.err(t, "reg 4096 7 4096", 95)
+	h.err(t, "reg 4096 16", 95)
+	h.err(t, "reg 4096 2", 22)
+
+	// RLIMIT_MEMLOCK: one more page fits, two do not (12 ENOMEM).
+	h.ok(t, fmt.Sprintf("memlock %d", (base+64+4)*1024))
+	h.err(t, "reg 8192 1", 12)
+	h.ok(t, "reg 4096 1")
+	if got := h.statusKB(t, "VmLck"); got != base+68 {
+		t.Fatalf("VmLck %d kB with 68 KiB registered, want %d", got, base+68)
+	}
+	h.ok(t, "dereg")
+	if got := h.statusKB(t, "VmLck"); got != base+64 {
+		t.Fatalf("VmLck %d kB after a deregistration, want %d", got, base+64)
+	}
+	h.ok(t, "reg 4096 1")
+
+	// The device goes with both regions registered: the process hears
+	// of it, and the regions, their pins and charges go with it.
+	run(t, "rdma", "link", "delete", name)
+	h.expect(t, "event local catastrophic error")
+	waitRDMADevGone(t, name)
+	if got := h.statusKB(t, "VmLck"); got != base {
+		t.Fatalf("VmLck %d kB after the device went, want %d", got, base)
+	}
+	if mrs := resdumpShow(t, b, 0, "mr", h.pid); len(mrs) != 0 {
+		t.Fatalf("iwarpctl mr show after the device went: %+v", mrs)
+	}
+	h.quit(t)
+}
+
+// ibvmr is build/ibvmr (tests/vm/ibvmr/ibvmr.c) holding a device open.
+type ibvmr struct {
+	cmd   *exec.Cmd
+	pid   uint32
+	in    io.WriteCloser
+	lines chan string
+	seen  []string
+	errs  *bytes.Buffer
+}
+
+// startIbvmr runs ibvmr in netns ns as uid (without capabilities unless
+// 0) on device name and waits until it holds the device.
+func startIbvmr(t *testing.T, ns string, uid int, name string) *ibvmr {
+	t.Helper()
+	bin := filepath.Join(os.Getenv("IWARP_REPO"), "build", "ibvmr")
+	args := []string{"netns", "exec", ns}
+	if uid != 0 {
+		id := strconv.Itoa(uid)
+		args = append(args, "setpriv", "--reuid="+id, "--regid="+id, "--clear-groups", "--inh-caps=-all")
+	}
+	cmd := exec.Command("ip", append(args, bin, name)...)
+	h := &ibvmr{cmd: cmd, lines: make(chan string, 64), errs: &bytes.Buffer{}}
+	cmd.Stderr = h.errs
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", bin, err)
+	}
+	h.in = in
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+	}()
+	t.Cleanup(func() {
+		if h.cmd != nil {
+			h.cmd.Process.Kill()
+			h.cmd.Wait()
+		}
+	})
+	f := strings.Fields(h.expect(t, "ready "))
+	pid, err := strconv.ParseUint(f[1], 10, 32)
+	if err != nil {
+		t.Fatalf("ibvmr: %q", f)
+	}
+	h.pid = uint32(pid)
+	return h
+}
+
+// expect waits up to 10 s for a line starting with prefix and returns it.
+func (h *ibvmr) expect(t *testing.T, prefix string) string {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				t.Fatalf("ibvmr exited before %q: %s", prefix, h.errs)
+			}
+			h.seen = append(h.seen, l)
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+			if strings.HasPrefix(l, "ok") || strings.HasPrefix(l, "err") {
+				t.Fatalf("ibvmr: %q, want %q", l, prefix)
+			}
+		case <-timeout:
+			t.Fatalf("ibvmr: no %q after 10s; lines %q", prefix, h.seen)
+		}
+	}
+}
+
+// do sends one command and returns its answer.
+func (h *ibvmr) do(t *testing.T, cmd string) string {
+	t.Helper()
+	if _, err := fmt.Fprintln(h.in, cmd); err != nil {
+		t.Fatalf("ibvmr %s: %v", cmd, err)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				t.Fatalf("ibvmr exited on %q: %s", cmd, h.errs)
+			}
+			h.seen = append(h.seen, l)
+			if l == "ok" || strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "err ") {
+				return l
+			}
+		case <-timeout:
+			t.Fatalf("ibvmr: no answer to %q after 10s", cmd)
+		}
+	}
+}
+
+// ok runs cmd, which must succeed, and returns what follows "ok".
+func (h *ibvmr) ok(t *testing.T, cmd string) string {
+	t.Helper()
+	l := h.do(t, cmd)
+	if l != "ok" && !strings.HasPrefix(l, "ok ") {
+		t.Fatalf("ibvmr %s: %q", cmd, l)
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(l, "ok"), " ")
+}
+
+// err runs cmd, which must fail with errno.
+func (h *ibvmr) err(t *testing.T, cmd string, errno int) {
+	t.Helper()
+	if l := h.do(t, cmd); l != fmt.Sprintf("err %d", errno) {
+		t.Fatalf("ibvmr %s: %q, want err %d", cmd, l, errno)
+	}
+}
+
+// statusKB returns a "kB" field of the process's /proc status.
+func (h *ibvmr) statusKB(t *testing.T, field string) int {
+	t.Helper()
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == field+":" {
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, h.pid)
+	return 0
+}
+
+// quit ends the program, which must exit 0.
+func (h *ibvmr) quit(t *testing.T) {
+	t.Helper()
+	fmt.Fprintln(h.in, "quit")
+	err := h.cmd.Wait()
+	h.cmd = nil
+	if err != nil {
+		t.Fatalf("ibvmr: %v: %s", err, h.errs)
+	}
+}
