@@ -126,4 +126,20 @@ static inline void ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 }
 #endif
 
+/*
+ * The last argument of the RDMA core's create_cq op: the caller's udata
+ * in 6.1, the uverbs attribute bundle (NULL for a kernel caller) in 6.12,
+ * and iwarp_create_cq_udata() the udata in either. Keyed on 6.12, the
+ * next kernel the module builds for.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+#define IWARP_CREATE_CQ_ARG		struct ib_udata
+#define iwarp_create_cq_udata(arg)	(arg)
+#else
+#define IWARP_CREATE_CQ_ARG		struct uverbs_attr_bundle
+#define iwarp_create_cq_udata(arg)					\
+	({ struct uverbs_attr_bundle *__attrs = (arg);		\
+	   __attrs ? &__attrs->driver_udata : NULL; })
+#endif
+
 #endif /* IWARP_COMPAT_H */

@@ -15,19 +15,43 @@
 
 #include "ring.h"
 
+struct iwarp_cq;
 struct iwarp_ctx;
 struct netlink_ext_ack;
+struct siw_cq_ctrl;
+struct vm_area_struct;
+
+/* The layout of a CQ's ring, which user space reads. */
+enum iwarp_cq_fmt {
+	IWARP_CQ_FMT_IWARP,		/* uapi/iwarp_abi.h: control page, head/tail */
+	IWARP_CQ_FMT_SIW,		/* rdma/siw-abi.h: VALID flags, siw_cq_ctrl after */
+};
+
+/*
+ * The RDMA-core front end's side of a CQ (iwarp_rdma.ko). Called under
+ * cq->lock with interrupts off, in any context but NMI, from
+ * iwarp_cq_create_siw() until iwarp_cq_destroy() (or the context's close)
+ * has unpublished the CQ; never after.
+ */
+struct iwarp_cq_front_ops {
+	void (*comp)(struct iwarp_cq *cq, void *priv);	/* an armed CQ fired */
+	void (*error)(struct iwarp_cq *cq, void *priv);	/* a completion was lost */
+};
 
 struct iwarp_cq {
 	struct kref ref;
 	struct iwarp_ctx *ctx;		/* held */
 	u32 id;
+	u8 fmt;				/* enum iwarp_cq_fmt */
 	atomic_t users;			/* QPs completing to this CQ */
 	struct iwarp_ring ring;
-	spinlock_t lock;		/* producer: head, overflow, dead */
+	struct siw_cq_ctrl *siw_ctrl;	/* IWARP_CQ_FMT_SIW: after the last slot */
+	spinlock_t lock;		/* producer: head, overflow, dead, front */
 	u32 head;			/* the kernel's producer index */
 	bool overflow;			/* a completion was lost */
 	bool dead;			/* destroyed: iwarp_cq_post() refuses */
+	const struct iwarp_cq_front_ops *front;	/* NULL: events go to ctx */
+	void *front_priv;
 	struct rcu_head rcu;
 };
 
@@ -37,6 +61,14 @@ struct iwarp_cq {
  */
 struct iwarp_cq *iwarp_cq_create(struct iwarp_ctx *ctx, u32 entries,
 				 struct netlink_ext_ack *extack);
+/*
+ * A CQ in siw's layout (iwarp_rdma.ko's user CQs), with @ops called for
+ * its notifications from creation on; otherwise as iwarp_cq_create().
+ */
+struct iwarp_cq *iwarp_cq_create_siw(struct iwarp_ctx *ctx, u32 entries,
+				     const struct iwarp_cq_front_ops *ops, void *priv);
+/* The ring of a siw-layout CQ into a uverbs VMA (iwarp_ring_mmap_plain()). */
+int iwarp_cq_mmap_plain(struct iwarp_cq *cq, struct vm_area_struct *vma);
 int iwarp_cq_destroy(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack);
 /* release(): destroys every CQ of a dead context. */
 void iwarp_cq_destroy_all(struct iwarp_ctx *ctx);
@@ -49,6 +81,11 @@ void iwarp_cq_destroy_all(struct iwarp_ctx *ctx);
 struct iwarp_cq *iwarp_cq_use(struct iwarp_ctx *ctx, u32 id);
 void iwarp_cq_unuse(struct iwarp_cq *cq);
 
+static inline void iwarp_cq_hold(struct iwarp_cq *cq)
+{
+	kref_get(&cq->ref);
+}
+
 /* Any context: CQ @id of @ctx with a reference, or NULL. */
 struct iwarp_cq *iwarp_cq_get(struct iwarp_ctx *ctx, u32 id);
 void iwarp_cq_put(struct iwarp_cq *cq);
@@ -57,7 +94,9 @@ void iwarp_cq_put(struct iwarp_cq *cq);
  * Posts a completion (kernel producer side); any context but NMI. Returns
  * -ENOSPC when the ring is full (the completion is lost, the CQ marked as
  * overflowed), -ESHUTDOWN once the CQ is destroyed. An armed CQ is disarmed
- * and an IWARP_EVENT_CQ queued on its context when the completion matches.
+ * and an IWARP_EVENT_CQ queued on its context when the completion matches
+ * (a CQ with a front end calls its comp op instead, and error on the first
+ * loss). A siw-layout CQ gets the completion in siw's terms.
  */
 int iwarp_cq_post(struct iwarp_cq *cq, const struct iwarp_cqe *cqe);
 

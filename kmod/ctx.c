@@ -271,7 +271,7 @@ static int iwarp_ctx_mmap(struct file *file, struct vm_area_struct *vma)
 	switch (type) {
 	case IWARP_MMAP_CQ:
 		cq = iwarp_cq_get(ctx, id);
-		if (cq)
+		if (cq && cq->fmt == IWARP_CQ_FMT_IWARP)
 			ring = &cq->ring;
 		break;
 	case IWARP_MMAP_SQ:
@@ -342,6 +342,19 @@ struct iwarp_ctx *iwarp_ctx_alloc(void)
 	return ctx;
 }
 EXPORT_SYMBOL_GPL(iwarp_ctx_alloc);
+
+struct iwarp_ctx *iwarp_ctx_alloc_front(void)
+{
+	struct iwarp_ctx *ctx = iwarp_ctx_alloc();
+
+	if (ctx) {
+		spin_lock_irq(&ctx->ev_lock);
+		ctx->ev_dead = true;	/* nobody reads: nothing is queued */
+		spin_unlock_irq(&ctx->ev_lock);
+	}
+	return ctx;
+}
+EXPORT_SYMBOL_GPL(iwarp_ctx_alloc_front);
 
 /*
  * Requests that resolved the context before may still hold it; they find it

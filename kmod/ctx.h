@@ -92,6 +92,12 @@ void iwarp_ctx_exit(void);
  * dead, destroys everything it owns, drops one reference.
  */
 struct iwarp_ctx *iwarp_ctx_alloc(void);
+/*
+ * The same for a front end that reads no events (iwarp_rdma.ko's user
+ * contexts, whose CQs notify through their front ops): events for it are
+ * dropped as for a closed context, never queued.
+ */
+struct iwarp_ctx *iwarp_ctx_alloc_front(void);
 void iwarp_ctx_close(struct iwarp_ctx *ctx);
 
 /*

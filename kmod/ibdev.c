@@ -11,6 +11,7 @@
 #include <linux/ethtool.h>
 #include <linux/module.h>
 #include <linux/rtnetlink.h>
+#include <linux/sched/mm.h>
 #include <linux/wait.h>
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
@@ -20,12 +21,14 @@
 #include <rdma/siw-abi.h>
 
 #include "compat.h"
+#include "cq.h"
 #include "ctx.h"
 #include "ibdev.h"
 #include "iwarp.h"
 #include "link.h"
 #include "mr.h"
 #include "pd.h"
+#include "ring.h"
 #include "version.h"
 
 /* Devices allocated and not yet reaped; module exit waits for zero. */
@@ -40,6 +43,7 @@ static struct workqueue_struct *iwarp_ibdev_wq;
 struct iwarp_ib_ucontext {
 	struct ib_ucontext base;
 	struct iwarp_ctx *ctx;		/* alloc_ucontext to dealloc_ucontext */
+	struct mm_struct *mm;		/* the opener's (mmgrab): charges go to it */
 };
 
 struct iwarp_ib_pd {
@@ -51,6 +55,19 @@ struct iwarp_ib_pd {
 struct iwarp_ib_mr {
 	struct ib_mr base;
 	struct iwarp_ctx *ctx;		/* held: the one that owns the region */
+};
+
+/* A ring user space maps: the key uverbs' mmap() finds it by. */
+struct iwarp_ib_mmap {
+	struct rdma_user_mmap_entry rdma;
+	struct iwarp_cq *cq;		/* held until mmap_free */
+};
+
+struct iwarp_ib_cq {
+	struct ib_cq base;
+	struct iwarp_ctx *ctx;		/* held: the ucontext's */
+	struct iwarp_cq *cq;		/* held: the engine CQ, siw layout */
+	struct iwarp_ib_mmap *mmap;	/* its ring's key, removed at destroy */
 };
 
 static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
@@ -70,12 +87,15 @@ static int iwarp_ib_query_device(struct ib_device *ibdev, struct ib_device_attr 
 		return -EINVAL;
 	memset(attr, 0, sizeof(*attr));
 	/*
-	 * PDs and MRs exist; every other object's maximum is 0 until the
-	 * verbs that create it are registered (stage 2). The MR limit is the
-	 * module's: STag indexes are shared by every context.
+	 * PDs, MRs and CQs exist; every other object's maximum is 0 until
+	 * the verbs that create it are registered (stage 2). The MR limit is
+	 * the module's (STag indexes are shared by every context), the CQ
+	 * limit a context's.
 	 */
 	attr->max_pd = IWARP_IB_MAX_PD;
 	attr->max_mr = IWARP_MR_MAX_INDEX;
+	attr->max_cq = IWARP_CTX_MAX_ID;
+	attr->max_cqe = IWARP_RING_MAX_ENTRIES;
 	attr->max_mr_size = IWARP_MR_MAX_LENGTH;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->vendor_id = IWARP_IB_VENDOR_ID;
@@ -155,16 +175,32 @@ static int iwarp_ib_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *ud
 	/* libsiw's answer: it takes a device whose reply it can read. */
 	if (udata->outlen < sizeof(uresp))
 		return -EINVAL;
+	if (!current->mm)
+		return -EFAULT;
 	/* The opener's: its netns, pid, uid and name in resource dumps. */
-	uc->ctx = iwarp_ctx_alloc();
+	uc->ctx = iwarp_ctx_alloc_front();
 	if (!uc->ctx)
 		return -ENOMEM;
 	err = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
 	if (err) {
 		iwarp_ctx_close(uc->ctx);
 		uc->ctx = NULL;
+		return err;
 	}
-	return err;
+	mmgrab(current->mm);
+	uc->mm = current->mm;
+	return 0;
+}
+
+/*
+ * Memory is pinned and charged to the calling task's mm: only the
+ * opener's may, or a child holding the file after fork() (or a process
+ * it was passed to) could pin a limit's worth per process, charged to
+ * an mm that exits while the pins stay with the context.
+ */
+static int iwarp_ib_same_mm(const struct iwarp_ib_ucontext *uc)
+{
+	return current->mm == uc->mm ? 0 : -EPERM;
 }
 
 /*
@@ -177,6 +213,8 @@ static void iwarp_ib_dealloc_ucontext(struct ib_ucontext *uctx)
 
 	iwarp_ctx_close(uc->ctx);
 	uc->ctx = NULL;
+	mmdrop(uc->mm);
+	uc->mm = NULL;
 }
 
 /*
@@ -188,10 +226,14 @@ static void iwarp_ib_disassociate_ucontext(struct ib_ucontext *uctx)
 {
 }
 
+static struct iwarp_ib_ucontext *iwarp_ib_udata_uc(struct ib_udata *udata)
+{
+	return rdma_udata_to_drv_context(udata, struct iwarp_ib_ucontext, base);
+}
+
 static struct iwarp_ctx *iwarp_ib_udata_ctx(struct ib_udata *udata)
 {
-	struct iwarp_ib_ucontext *uc =
-		rdma_udata_to_drv_context(udata, struct iwarp_ib_ucontext, base);
+	struct iwarp_ib_ucontext *uc = iwarp_ib_udata_uc(udata);
 
 	return uc ? uc->ctx : NULL;
 }
@@ -225,10 +267,13 @@ static int iwarp_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
 	int err;
 
-	/* uverbs frees the PD only after every MR in it: not busy. */
+	/*
+	 * uverbs frees the PD only after every MR in it, so it is not busy;
+	 * were it, the context's close would still free it: never fail here
+	 * (a failed destroy on removal would leak the wrapper's reference).
+	 */
 	err = iwarp_pd_free(pd->ctx, pd->id, NULL);
-	if (err)
-		return err;
+	WARN_ON_ONCE(err);
 	iwarp_ctx_put(pd->ctx);
 	atomic_dec(&to_iwdev(ibpd->device)->npd);
 	return 0;
@@ -264,11 +309,17 @@ static struct ib_mr *iwarp_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len
 					  u64 virt_addr, int ib_access, struct ib_udata *udata)
 {
 	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
+	struct iwarp_ib_ucontext *uc = iwarp_ib_udata_uc(udata);
 	struct iwarp_ctx *ctx = pd->ctx;
 	struct iwarp_ib_mr *mr;
 	u32 access, stag;
 	int err;
 
+	if (!uc)
+		return ERR_PTR(-EOPNOTSUPP);
+	err = iwarp_ib_same_mm(uc);
+	if (err)
+		return ERR_PTR(err);
 	if (virt_addr != start)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!length || length > IWARP_MR_MAX_LENGTH || start + length < start)
@@ -296,13 +347,158 @@ static int iwarp_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct iwarp_ib_mr *mr = container_of(ibmr, struct iwarp_ib_mr, base);
 	int err;
 
-	/* Waits for the datapath's short references, never for a peer. */
+	/*
+	 * Waits for the datapath's short references, never for a peer. It
+	 * cannot fail (the context lives until dealloc_ucontext); were it
+	 * to, the context's close deregisters the region.
+	 */
 	err = iwarp_mr_dereg(mr->ctx, ibmr->lkey, NULL);
-	if (err)
-		return err;
+	WARN_ON_ONCE(err);
 	iwarp_ctx_put(mr->ctx);
 	kfree(mr);
 	return 0;
+}
+
+/* Under the engine CQ's lock, IRQs off: uverbs' handlers take only theirs. */
+static void iwarp_ib_cq_comp(struct iwarp_cq *ecq, void *priv)
+{
+	struct ib_cq *ibcq = priv;
+
+	if (ibcq->comp_handler)
+		ibcq->comp_handler(ibcq, ibcq->cq_context);
+}
+
+static void iwarp_ib_cq_error(struct iwarp_cq *ecq, void *priv)
+{
+	struct ib_cq *ibcq = priv;
+	struct ib_event ev = {
+		.device = ibcq->device,
+		.element.cq = ibcq,
+		.event = IB_EVENT_CQ_ERR,
+	};
+
+	if (ibcq->event_handler)
+		ibcq->event_handler(&ev, ibcq->cq_context);
+}
+
+static const struct iwarp_cq_front_ops iwarp_ib_cq_front = {
+	.comp = iwarp_ib_cq_comp,
+	.error = iwarp_ib_cq_error,
+};
+
+/*
+ * A process's CQ: an engine CQ in siw's layout, which libsiw maps and
+ * polls, and arms through the siw_cq_ctrl word after the last entry
+ * without a system call. No kernel CQs yet (stage 3).
+ */
+static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			      struct ib_udata *udata)
+{
+	struct iwarp_ib_cq *cq = container_of(ibcq, struct iwarp_ib_cq, base);
+	struct iwarp_ib_ucontext *uc = udata ? iwarp_ib_udata_uc(udata) : NULL;
+	struct siw_uresp_create_cq uresp = {};
+	struct iwarp_ib_mmap *entry;
+	struct iwarp_cq *ecq;
+	int err;
+
+	if (!uc)
+		return -EOPNOTSUPP;
+	err = iwarp_ib_same_mm(uc);
+	if (err)
+		return err;
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (!iwarp_ring_entries_valid(attr->cqe) || udata->outlen < sizeof(uresp))
+		return -EINVAL;
+	ecq = iwarp_cq_create_siw(uc->ctx, attr->cqe, &iwarp_ib_cq_front, ibcq);
+	if (IS_ERR(ecq))
+		return PTR_ERR(ecq);
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
+	if (!entry) {
+		err = -ENOMEM;
+		goto err_cq;
+	}
+	iwarp_cq_hold(ecq);
+	entry->cq = ecq;
+	err = rdma_user_mmap_entry_insert(&uc->base, &entry->rdma, ecq->ring.size);
+	if (err) {
+		iwarp_cq_put(ecq);
+		kfree(entry);
+		goto err_cq;
+	}
+	uresp.cq_id = ecq->id;
+	uresp.num_cqe = ecq->ring.entries;
+	uresp.cq_key = rdma_user_mmap_get_offset(&entry->rdma);
+	err = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+	if (err)
+		goto err_entry;
+	ibcq->cqe = ecq->ring.entries;
+	iwarp_ctx_get(uc->ctx);
+	cq->ctx = uc->ctx;
+	cq->cq = ecq;
+	cq->mmap = entry;
+	return 0;
+
+err_entry:
+	rdma_user_mmap_entry_remove(&entry->rdma);	/* mmap_free drops its hold */
+err_cq:
+	iwarp_cq_destroy(uc->ctx, ecq->id, NULL);
+	iwarp_cq_put(ecq);
+	return err;
+}
+
+static int iwarp_ib_create_cq_op(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+				 IWARP_CREATE_CQ_ARG *arg)
+{
+	return iwarp_ib_create_cq(ibcq, attr, iwarp_create_cq_udata(arg));
+}
+
+/*
+ * The core frees ibcq when this returns 0: the engine CQ is unpublished
+ * first, which ends its calls into us (cq.h). Mappings keep their pages
+ * (ring.h), not the CQ.
+ */
+static int iwarp_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct iwarp_ib_cq *cq = container_of(ibcq, struct iwarp_ib_cq, base);
+	int err;
+
+	err = iwarp_cq_destroy(cq->ctx, cq->cq->id, NULL);
+	if (err)
+		return err;
+	rdma_user_mmap_entry_remove(&cq->mmap->rdma);
+	iwarp_cq_put(cq->cq);
+	iwarp_ctx_put(cq->ctx);
+	return 0;
+}
+
+/*
+ * uverbs' mmap() of the uverbs file, under the caller's mmap_lock; the
+ * core has set its own vm_ops and checked length and MAP_SHARED against
+ * the key's entry. The ring goes in without vm_ops of ours.
+ */
+static int iwarp_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rentry;
+	struct iwarp_ib_mmap *entry;
+	int err;
+
+	rentry = rdma_user_mmap_entry_get(uctx, vma);
+	if (!rentry)
+		return -EINVAL;
+	entry = container_of(rentry, struct iwarp_ib_mmap, rdma);
+	err = iwarp_cq_mmap_plain(entry->cq, vma);
+	rdma_user_mmap_entry_put(rentry);
+	return err;
+}
+
+/* The key's last reference: at destroy, or a racing mmap()'s put. */
+static void iwarp_ib_mmap_free(struct rdma_user_mmap_entry *rentry)
+{
+	struct iwarp_ib_mmap *entry = container_of(rentry, struct iwarp_ib_mmap, rdma);
+
+	iwarp_cq_put(entry->cq);
+	kfree(entry);
 }
 
 /*
@@ -392,19 +588,24 @@ static const struct ib_device_ops iwarp_ib_ops = {
 
 	.alloc_pd = iwarp_ib_alloc_pd,
 	.alloc_ucontext = iwarp_ib_alloc_ucontext,
+	.create_cq = iwarp_ib_create_cq_op,
 	.dealloc_driver = iwarp_ib_dealloc_driver,
 	.dealloc_pd = iwarp_ib_dealloc_pd,
 	.dealloc_ucontext = iwarp_ib_dealloc_ucontext,
 	.dereg_mr = iwarp_ib_dereg_mr,
+	.destroy_cq = iwarp_ib_destroy_cq,
 	.disassociate_ucontext = iwarp_ib_disassociate_ucontext,
 	.enable_driver = iwarp_ib_enable_driver,
 	.get_netdev = iwarp_ib_get_netdev,
 	.get_port_immutable = iwarp_ib_get_port_immutable,
+	.mmap = iwarp_ib_mmap,
+	.mmap_free = iwarp_ib_mmap_free,
 	.query_device = iwarp_ib_query_device,
 	.query_gid = iwarp_ib_query_gid,
 	.query_port = iwarp_ib_query_port,
 	.reg_user_mr = iwarp_ib_reg_user_mr,
 
+	INIT_RDMA_OBJ_SIZE(ib_cq, iwarp_ib_cq, base),
 	INIT_RDMA_OBJ_SIZE(ib_pd, iwarp_ib_pd, base),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, iwarp_ib_ucontext, base),
 };

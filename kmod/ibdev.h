@@ -81,14 +81,28 @@
  *   iwdev->attr_lock. No lock
  *   of ours is held across ib_register_device() or ib_unregister_device().
  * - User objects: each ucontext owns an iwarp context (ctx.h) from
- *   alloc_ucontext to dealloc_ucontext, made in the opener's task. A PD
- *   or MR wrapper holds a reference to that context and names its engine
- *   object by id (PD) or STag (MR); the engine MR pins and charges the
- *   registering task's memory. uverbs destroys every MR and PD before
- *   dealloc_ucontext, also on unregistration, so the context closes
- *   empty; the references only keep its memory for a wrapper's last
- *   call. Nothing of a user context outlives its destroy call in our
- *   code, and nothing of it pins either module.
+ *   alloc_ucontext to dealloc_ucontext, made in the opener's task, which
+ *   queues no events, and holds the opener's mm (mmgrab): only that mm
+ *   may pin or charge memory through it. A PD, MR or CQ wrapper holds a
+ *   reference to that context and names its engine object by id (PD) or
+ *   STag (MR), or holds it (CQ). uverbs destroys every CQ, MR and PD
+ *   before dealloc_ucontext, also on unregistration, so the context
+ *   closes empty; the references only keep its memory for a wrapper's
+ *   last call. The destroy ops do not fail (a failed destroy on removal
+ *   would leak the wrapper), except destroy_cq while a QP uses the CQ,
+ *   which uverbs' use counts rule out.
+ * - CQ callbacks (comp_handler, CQ_ERR) run under the engine CQ's lock
+ *   with the wrapper as their argument; iwarp_cq_destroy() unpublishes
+ *   the CQ under that lock before destroy_cq returns and the core frees
+ *   the wrapper, so none runs later. Lock order: the engine CQ's lock >
+ *   uverbs' event-queue locks.
+ * - Ring mappings: a CQ's ring is found by an rdma_user_mmap_entry that
+ *   holds the engine CQ until mmap_free (removed at destroy_cq; a racing
+ *   mmap() holds the entry only while it maps). The VMA is uverbs' and
+ *   gets no vm_ops or private data of ours (ring.h): it may outlive the
+ *   CQ, the device and both modules, and nothing of it calls back.
+ *   Nothing of a user context outlives its destroy call in our code, and
+ *   nothing of it pins either module.
  * - Users: disassociate_ucontext is set, so unregistration does not wait
  *   for processes that merely hold the device open: uverbs destroys their
  *   objects and queues IB_EVENT_DEVICE_FATAL on their async fd, and an

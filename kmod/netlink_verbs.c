@@ -445,8 +445,10 @@ static int iwarp_nl_fill_cq_dump(struct sk_buff *skb, struct netlink_callback *c
 	/* Snapshots: the producer may post meanwhile, the user may write tail. */
 	full = nla_put_u32(skb, IWARP_A_CQ_ID, cq->id) ||
 	       nla_put_u32(skb, IWARP_A_CQ_ENTRIES, cq->ring.entries) ||
-	       nla_put_u32(skb, IWARP_A_CQ_HEAD, READ_ONCE(cq->head)) ||
-	       nla_put_u32(skb, IWARP_A_CQ_TAIL, READ_ONCE(cq->ring.ctrl->tail));
+	       nla_put_u32(skb, IWARP_A_CQ_HEAD, READ_ONCE(cq->head));
+	/* A siw-layout ring (RDMA-core users) has no tail: flags per entry. */
+	if (!full && cq->fmt == IWARP_CQ_FMT_IWARP)
+		full = nla_put_u32(skb, IWARP_A_CQ_TAIL, READ_ONCE(cq->ring.ctrl->tail));
 	return iwarp_nl_res_end(skb, hdr, full);
 }
 

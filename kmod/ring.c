@@ -113,7 +113,9 @@ err_mem:
 	return NULL;
 }
 
-int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags)
+/* @ctrl octets of control in front of the slots, @extra after them. */
+static int iwarp_ring_alloc_layout(struct iwarp_ring *ring, u32 requested, u32 entry_size,
+				   size_t ctrl, size_t extra)
 {
 	struct mm_struct *mm = current->mm;
 	struct iwarp_ring_mem *mem;
@@ -128,7 +130,7 @@ int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32
 	if (!mm)
 		return -EFAULT;
 	entries = roundup_pow_of_two(requested);
-	size = PAGE_ALIGN(IWARP_RING_CTRL_SIZE + (size_t)entries * entry_size);
+	size = PAGE_ALIGN(ctrl + (size_t)entries * entry_size + extra);
 	npages = size >> PAGE_SHIFT;
 
 	err = iwarp_ring_charge(mm, npages);
@@ -143,15 +145,30 @@ int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32
 	mem->mm = mm;
 
 	ring->mem = mem;
-	ring->ctrl = mem->vaddr;
-	ring->slots = mem->vaddr + IWARP_RING_CTRL_SIZE;
+	ring->slots = mem->vaddr + ctrl;
 	ring->size = size;
 	ring->entries = entries;
 	ring->entry_size = entry_size;
-	ring->ctrl->entries = entries;
+	return 0;
+}
+
+int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags)
+{
+	int err;
+
+	err = iwarp_ring_alloc_layout(ring, requested, entry_size, IWARP_RING_CTRL_SIZE, 0);
+	if (err)
+		return err;
+	ring->ctrl = ring->mem->vaddr;
+	ring->ctrl->entries = ring->entries;
 	ring->ctrl->entry_size = entry_size;
 	ring->ctrl->flags = flags;
 	return 0;
+}
+
+int iwarp_ring_alloc_plain(struct iwarp_ring *ring, u32 requested, u32 entry_size, size_t extra)
+{
+	return iwarp_ring_alloc_layout(ring, requested, entry_size, 0, extra);
 }
 
 void iwarp_ring_free(struct iwarp_ring *ring)
@@ -208,4 +225,19 @@ int iwarp_ring_mmap(struct iwarp_ring *ring, struct vm_area_struct *vma)
 	vma->vm_private_data = mem;
 	vma->vm_ops = &iwarp_ring_vm_ops;
 	return 0;
+}
+
+int iwarp_ring_mmap_plain(struct iwarp_ring *ring, struct vm_area_struct *vma)
+{
+	struct iwarp_ring_mem *mem = ring->mem;
+
+	if (!mem || vma->vm_end - vma->vm_start != ring->size)
+		return -EINVAL;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	/* As iwarp_ring_mmap(); a copy made after MADV_DOFORK maps the same pages. */
+	vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY, VM_MAYEXEC);
+	return vm_map_pages_zero(vma, mem->pages, mem->npages);
 }

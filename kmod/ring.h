@@ -55,6 +55,13 @@ static inline bool iwarp_ring_entries_valid(u32 requested)
  */
 int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags);
 /*
+ * A ring without a control page (the siw ABI's, which iwarp_rdma.ko
+ * speaks): the slots from the first octet, then @extra octets (a CQ's
+ * siw_cq_ctrl); ring->ctrl is NULL. Sizes and charges as
+ * iwarp_ring_alloc().
+ */
+int iwarp_ring_alloc_plain(struct iwarp_ring *ring, u32 requested, u32 entry_size, size_t extra);
+/*
  * Drops the owner's reference (user mappings keep the memory and its
  * charges until they go). Process context, may sleep; a ring that was never
  * allocated is fine.
@@ -66,6 +73,18 @@ void iwarp_ring_free(struct iwarp_ring *ring);
  * ring->size long (-EINVAL). The mapping takes a reference to the memory.
  */
 int iwarp_ring_mmap(struct iwarp_ring *ring, struct vm_area_struct *vma);
+
+/*
+ * mmap() of a ring into a VMA that is not ours: a uverbs VMA, whose
+ * vm_ops belong to ib_uverbs and which does not pin this module (it may
+ * outlive it). So no vm_ops and no reference: the pages are inserted, and
+ * each mapped page holds its own page reference until it is unmapped;
+ * the memory cgroup charge goes with the last page. The RLIMIT_MEMLOCK
+ * charge (pinned_vm) is returned when the owner frees the ring, not at
+ * munmap(). The VMA must be shared, not executable and exactly ring->size
+ * long. The caller holds a reference to the ring's owner.
+ */
+int iwarp_ring_mmap_plain(struct iwarp_ring *ring, struct vm_area_struct *vma);
 
 static inline void *iwarp_ring_slot(const struct iwarp_ring *ring, u32 n)
 {

@@ -167,6 +167,7 @@ func TestRDMACoreDevice(t *testing.T) {
 	}
 
 	t.Run("mr", func(t *testing.T) { rdmaCoreMR(t, b) })
+	t.Run("cq", func(t *testing.T) { rdmaCoreCQ(t, b) })
 
 	t.Run("refused", func(t *testing.T) {
 		name := rdmaIwarpAdd(t, b, "iwrc_ref", "vb")
@@ -348,17 +349,24 @@ func TestRDMACoreDevice(t *testing.T) {
 		if _, errs, code := iwarpctl(t, tp.A, "link", "add", "iwctl1", "dev", "va"); code != 0 {
 			t.Fatalf("iwarpctl link add: %s", errs)
 		}
-		// Held open with a region registered: the region goes too.
+		// Held open with a region registered and a CQ mapped: the
+		// region goes too, and the mapping outlives the module that
+		// made it (libsiw polls it; unmapping it at exit runs no code
+		// of ours).
 		h := startIbvmr(t, b, 0, name)
 		base := h.statusKB(t, "VmLck")
 		h.ok(t, "pd")
 		h.ok(t, "reg 65536 1")
+		h.ok(t, "cq 16")
 		if err := unloadRDMAModule(); err != nil {
 			t.Fatalf("with %s held open: %v", name, err)
 		}
 		h.expect(t, "event local catastrophic error")
 		if got := h.statusKB(t, "VmLck"); got != base {
 			t.Fatalf("VmLck %d kB after rmmod, want %d", got, base)
+		}
+		if got := h.ok(t, "poll"); got != "0" {
+			t.Fatalf("poll after rmmod: %q", got)
 		}
 		h.quit(t)
 		if _, err := os.Stat("/sys/class/infiniband/" + name); err == nil {

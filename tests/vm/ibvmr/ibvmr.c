@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * ibvmr: PDs and memory regions of an RDMA-core device through libibverbs,
+ * ibvmr: PDs, memory regions and CQs of an RDMA-core device through libibverbs,
  * as any application makes them, driven line by line from stdin
  * (tests/vm/guest/rdmacore_test.go):
  *
@@ -15,7 +15,16 @@
  *                           ibv_reg_mr_iova2 at that iova; "ok LKEY RKEY"
  *   dereg                   deregister the last MR and unmap its memory
  *   deallocpd               deallocate the last PD
+ *   cq N                    create a CQ of N entries on a completion
+ *                           channel; "ok CQE" (the entries it got)
+ *   poll                    poll the last CQ; "ok COUNT"
+ *   notify                  arm the last CQ for the next completion
+ *   destroycq               destroy the last CQ
  *   memlock BYTES           set RLIMIT_MEMLOCK (soft and hard) to BYTES
+ *   forkreg LEN ACCESS      fork; the child registers LEN octets in the
+ *                           last PD of the inherited context; "ok ERRNO"
+ *                           (0: it could)
+ *   forkcq N                the same with a CQ of N entries
  *   quit                    close the device and exit 0
  *
  * Asynchronous events print as they come: "event NAME". A failed command
@@ -30,6 +39,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -43,6 +53,9 @@ static struct ibv_mr *mrs[MAX_OBJS];
 static void *bufs[MAX_OBJS];
 static size_t lens[MAX_OBJS];
 static int nmr;
+static struct ibv_comp_channel *channel;
+static struct ibv_cq *cqs[MAX_OBJS];
+static int ncq;
 
 static void reply_err(int err)
 {
@@ -138,6 +151,74 @@ static void cmd_deallocpd(void)
 	printf("ok\n");
 }
 
+static void cmd_cq(const char *args)
+{
+	struct ibv_cq *cq;
+	int n;
+
+	if (sscanf(args, "%d", &n) != 1 || ncq == MAX_OBJS) {
+		reply_err(EINVAL);
+		return;
+	}
+	cq = ibv_create_cq(ctx, n, NULL, channel, 0);
+	if (!cq) {
+		reply_err(errno);
+		return;
+	}
+	cqs[ncq++] = cq;
+	printf("ok %d\n", cq->cqe);
+}
+
+static void cmd_poll(void)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	if (!ncq) {
+		reply_err(EINVAL);
+		return;
+	}
+	n = ibv_poll_cq(cqs[ncq - 1], 16, wc);
+	if (n < 0) {
+		reply_err(-n);
+		return;
+	}
+	printf("ok %d\n", n);
+}
+
+static void cmd_notify(void)
+{
+	int err;
+
+	if (!ncq) {
+		reply_err(EINVAL);
+		return;
+	}
+	err = ibv_req_notify_cq(cqs[ncq - 1], 0);
+	if (err) {
+		reply_err(err);
+		return;
+	}
+	printf("ok\n");
+}
+
+static void cmd_destroycq(void)
+{
+	int err;
+
+	if (!ncq) {
+		reply_err(EINVAL);
+		return;
+	}
+	err = ibv_destroy_cq(cqs[ncq - 1]);
+	if (err) {
+		reply_err(err);
+		return;
+	}
+	ncq--;
+	printf("ok\n");
+}
+
 static void cmd_memlock(const char *args)
 {
 	unsigned long long bytes;
@@ -156,6 +237,45 @@ static void cmd_memlock(const char *args)
 	printf("ok\n");
 }
 
+/*
+ * The child of forkreg and forkcq: one verb on the parent's context, its
+ * errno as the exit status.
+ */
+static void cmd_fork(const char *args, int cq)
+{
+	unsigned long long len;
+	unsigned int access;
+	int status;
+	pid_t pid;
+
+	if (cq ? sscanf(args, "%llu", &len) != 1 :
+		 sscanf(args, "%llu %u", &len, &access) != 2 || !npd) {
+		reply_err(EINVAL);
+		return;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		reply_err(errno);
+		return;
+	}
+	if (!pid) {
+		void *buf;
+
+		if (cq)
+			_exit(ibv_create_cq(ctx, (int)len, NULL, NULL, 0) ? 0 : errno);
+		buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			_exit(255);
+		_exit(ibv_reg_mr(pds[npd - 1], buf, len, (int)access) ? 0 : errno);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+		reply_err(ECHILD);
+		return;
+	}
+	printf("ok %d\n", WEXITSTATUS(status));
+}
+
 /* One command; 1 on quit. */
 static int command(char *line)
 {
@@ -168,6 +288,18 @@ static int command(char *line)
 		cmd_dereg();
 	else if (!strcmp(line, "deallocpd"))
 		cmd_deallocpd();
+	else if (!strncmp(line, "cq ", 3))
+		cmd_cq(line + 3);
+	else if (!strcmp(line, "poll"))
+		cmd_poll();
+	else if (!strcmp(line, "notify"))
+		cmd_notify();
+	else if (!strcmp(line, "destroycq"))
+		cmd_destroycq();
+	else if (!strncmp(line, "forkreg ", 8))
+		cmd_fork(line + 8, 0);
+	else if (!strncmp(line, "forkcq ", 7))
+		cmd_fork(line + 7, 1);
 	else if (!strncmp(line, "memlock ", 8))
 		cmd_memlock(line + 8);
 	else if (!strcmp(line, "quit"))
@@ -210,6 +342,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ibvmr: cannot open %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
+	channel = ibv_create_comp_channel(ctx);
+	if (!channel) {
+		perror("ibvmr: ibv_create_comp_channel");
+		return 1;
+	}
 	printf("ready %d\n", (int)getpid());
 	while (!quit) {
 		struct pollfd p[2] = {
@@ -240,10 +377,13 @@ int main(int argc, char **argv)
 		}
 	}
 	/* After a device-fatal event these may fail: close anyway. */
+	while (ncq--)
+		ibv_destroy_cq(cqs[ncq]);
 	while (nmr--)
 		ibv_dereg_mr(mrs[nmr]);
 	while (npd--)
 		ibv_dealloc_pd(pds[npd]);
+	ibv_destroy_comp_channel(channel);
 	if (ibv_close_device(ctx)) {
 		perror("ibvmr: ibv_close_device");
 		return 1;

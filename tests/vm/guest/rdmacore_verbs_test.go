@@ -23,8 +23,8 @@ import (
 // an iwarp RDMA-core device are the engine's own: an unprivileged process
 // registers memory, charged to its RLIMIT_MEMLOCK, the region shows in
 // `iwarpctl mr show` under that process with its STag as both keys, the
-// refusals carry their errno, and deregistration or the device's
-// deletion with the region alive gives every pin back.
+// refusals carry their errno (a forked child's too), and deregistration
+// or the device's deletion with the region alive gives every pin back.
 func rdmaCoreMR(t *testing.T, b string) {
 	name := rdmaIwarpAdd(t, b, "iwrc_mr", "vb")
 	const nobody = 65534
@@ -61,6 +61,16 @@ func rdmaCoreMR(t *testing.T, b string) {
 	h.err(t, "reg 4096 16", 95)
 	h.err(t, "reg 4096 2", 22)
 
+	// Memory is the opener's to pin: a child holding the context after
+	// fork() is refused (1 EPERM), or it could pin its own limit's worth
+	// charged to an mm that goes with it.
+	if got := h.ok(t, "forkreg 4096 1"); got != "1" {
+		t.Fatalf("reg_mr from a forked child: %q, want errno 1", got)
+	}
+	if got := h.ok(t, "forkcq 16"); got != "1" {
+		t.Fatalf("create_cq from a forked child: %q, want errno 1", got)
+	}
+
 	// RLIMIT_MEMLOCK: one more page fits, two do not (12 ENOMEM).
 	h.ok(t, fmt.Sprintf("memlock %d", (base+64+4)*1024))
 	h.err(t, "reg 8192 1", 12)
@@ -84,6 +94,67 @@ func rdmaCoreMR(t *testing.T, b string) {
 	}
 	if mrs := resdumpShow(t, b, 0, "mr", h.pid); len(mrs) != 0 {
 		t.Fatalf("iwarpctl mr show after the device went: %+v", mrs)
+	}
+	h.quit(t)
+}
+
+// rdmaCoreCQ: a CQ made through libibverbs is an engine CQ in siw's
+// layout, which libsiw maps, polls and arms; its ring is charged to the
+// creator's RLIMIT_MEMLOCK (VmPin) until it is destroyed, shows in
+// `iwarpctl cq show`, and a mapping that outlives its CQ, its device and
+// the module that mapped it stays readable and harmless.
+func rdmaCoreCQ(t *testing.T, b string) {
+	name := rdmaIwarpAdd(t, b, "iwrc_cq", "vb")
+	const nobody = 65534
+	h := startIbvmr(t, b, nobody, name)
+	if pin := h.statusKB(t, "VmPin"); pin != 0 {
+		t.Fatalf("VmPin %d kB before any CQ", pin)
+	}
+	// 100 entries become 128: 128 siw CQEs of 32 octets and the 8-octet
+	// arm word take two pages.
+	if got := h.ok(t, "cq 100"); got != "128" {
+		t.Fatalf("cq 100: %q entries, want 128", got)
+	}
+	if pin := h.statusKB(t, "VmPin"); pin != 8 {
+		t.Fatalf("VmPin %d kB with one CQ, want 8", pin)
+	}
+	cqs := resdumpShow(t, b, 0, "cq", h.pid)
+	if len(cqs) != 1 || cqs[0].Entries != 128 || cqs[0].Head == nil || *cqs[0].Head != 0 || cqs[0].Comm != "ibvmr" {
+		t.Fatalf("iwarpctl cq show: %+v, want one empty CQ of 128 entries of ibvmr", cqs)
+	}
+	if got := h.ok(t, "poll"); got != "0" {
+		t.Fatalf("poll of an empty CQ: %q", got)
+	}
+	h.ok(t, "notify")
+	h.err(t, "cq 40000", 22) // above 32768 entries
+	h.ok(t, "destroycq")
+	if pin := h.statusKB(t, "VmPin"); pin != 0 {
+		t.Fatalf("VmPin %d kB after the CQ went, want 0", pin)
+	}
+	if cqs := resdumpShow(t, b, 0, "cq", h.pid); len(cqs) != 0 {
+		t.Fatalf("iwarpctl cq show after destroy: %+v", cqs)
+	}
+
+	// RLIMIT_MEMLOCK of one page: a two-page ring is refused (12
+	// ENOMEM), 64 entries and the arm word fit, a second ring does not.
+	h.ok(t, "memlock 4096")
+	h.err(t, "cq 100", 12)
+	if got := h.ok(t, "cq 64"); got != "64" {
+		t.Fatalf("cq 64: %q entries", got)
+	}
+	h.err(t, "cq 1", 12)
+
+	// The device goes with the CQ mapped: uverbs destroys it (its charge
+	// goes back), the process hears of it, and libsiw still polls the
+	// mapping it kept (no vm_ops of ours: nothing to fault or call).
+	run(t, "rdma", "link", "delete", name)
+	h.expect(t, "event local catastrophic error")
+	waitRDMADevGone(t, name)
+	if pin := h.statusKB(t, "VmPin"); pin != 0 {
+		t.Fatalf("VmPin %d kB after the device went, want 0", pin)
+	}
+	if got := h.ok(t, "poll"); got != "0" {
+		t.Fatalf("poll after the device went: %q", got)
 	}
 	h.quit(t)
 }
