@@ -216,27 +216,35 @@ func startIbvmr(t *testing.T, ns string, uid int, name string) *ibvmr {
 	return h
 }
 
-// expect waits up to 10 s for a line starting with prefix and returns it.
-func (h *ibvmr) expect(t *testing.T, prefix string) string {
+// next waits up to 10 s for a line that done accepts and returns it.
+func (h *ibvmr) next(t *testing.T, what string, done func(l string) bool) string {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
 		case l, ok := <-h.lines:
 			if !ok {
-				t.Fatalf("ibvmr exited before %q: %s", prefix, h.errs)
+				t.Fatalf("ibvmr exited before %s: %s", what, h.errs)
 			}
 			h.seen = append(h.seen, l)
-			if strings.HasPrefix(l, prefix) {
+			if done(l) {
 				return l
 			}
-			if strings.HasPrefix(l, "ok") || strings.HasPrefix(l, "err") {
-				t.Fatalf("ibvmr: %q, want %q", l, prefix)
-			}
 		case <-timeout:
-			t.Fatalf("ibvmr: no %q after 10s; lines %q", prefix, h.seen)
+			t.Fatalf("ibvmr: no %s after 10s; lines %q", what, h.seen)
 		}
 	}
+}
+
+// expect waits for a line starting with prefix (an answer instead fails).
+func (h *ibvmr) expect(t *testing.T, prefix string) string {
+	t.Helper()
+	return h.next(t, strconv.Quote(prefix), func(l string) bool {
+		if !strings.HasPrefix(l, prefix) && (strings.HasPrefix(l, "ok") || strings.HasPrefix(l, "err")) {
+			t.Fatalf("ibvmr: %q, want %q", l, prefix)
+		}
+		return strings.HasPrefix(l, prefix)
+	})
 }
 
 // do sends one command and returns its answer.
@@ -245,21 +253,9 @@ func (h *ibvmr) do(t *testing.T, cmd string) string {
 	if _, err := fmt.Fprintln(h.in, cmd); err != nil {
 		t.Fatalf("ibvmr %s: %v", cmd, err)
 	}
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case l, ok := <-h.lines:
-			if !ok {
-				t.Fatalf("ibvmr exited on %q: %s", cmd, h.errs)
-			}
-			h.seen = append(h.seen, l)
-			if l == "ok" || strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "err ") {
-				return l
-			}
-		case <-timeout:
-			t.Fatalf("ibvmr: no answer to %q after 10s", cmd)
-		}
-	}
+	return h.next(t, "answer to "+strconv.Quote(cmd), func(l string) bool {
+		return l == "ok" || strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "err ")
+	})
 }
 
 // ok runs cmd, which must succeed, and returns what follows "ok".
@@ -283,21 +279,7 @@ func (h *ibvmr) err(t *testing.T, cmd string, errno int) {
 // statusKB returns a "kB" field of the process's /proc status.
 func (h *ibvmr) statusKB(t *testing.T, field string) int {
 	t.Helper()
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(st), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == field+":" {
-			n, err := strconv.Atoi(f[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, h.pid)
-	return 0
+	return procStatusKB(t, fmt.Sprintf("/proc/%d/status", h.pid), field)
 }
 
 // quit ends the program, which must exit 0.

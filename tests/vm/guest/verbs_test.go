@@ -211,7 +211,13 @@ func vbVmPin(t *testing.T) int {
 
 func vbStatusKB(t *testing.T, field string) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	return procStatusKB(t, "/proc/self/status", field)
+}
+
+// procStatusKB returns a "kB" field (VmLck, VmPin...) of a /proc status file.
+func procStatusKB(t *testing.T, path, field string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +230,7 @@ func vbStatusKB(t *testing.T, field string) int {
 			return n
 		}
 	}
-	t.Fatalf("no %s in /proc/self/status", field)
+	t.Fatalf("no %s in %s", field, path)
 	return 0
 }
 
