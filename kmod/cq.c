@@ -245,7 +245,8 @@ static int iwarp_cq_post_siw(struct iwarp_cq *cq, const struct iwarp_cqe *cqe, b
 	struct siw_cqe *slot = iwarp_ring_slot(&cq->ring, cq->head);
 	u32 arm;
 
-	if (READ_ONCE(slot->flags) & SIW_WQE_VALID)
+	/* Acquire: our stores to the slot follow libsiw's clearing of it. */
+	if (smp_load_acquire(&slot->flags) & SIW_WQE_VALID)
 		return -ENOSPC;
 	slot->id = cqe->wr_id;
 	slot->opcode = iwarp_cq_siw_opcode(cqe->opcode);

@@ -31,7 +31,9 @@ enum iwarp_cq_fmt {
  * The RDMA-core front end's side of a CQ (iwarp_rdma.ko). Called under
  * cq->lock with interrupts off, in any context but NMI, from
  * iwarp_cq_create_siw() until iwarp_cq_destroy() (or the context's close)
- * has unpublished the CQ; never after.
+ * has unpublished the CQ; never after. (uverbs' handlers take only their
+ * own locks. Kernel CQs, whose handlers may poll or re-arm inline, will
+ * need the call made after the lock is dropped.)
  */
 struct iwarp_cq_front_ops {
 	void (*comp)(struct iwarp_cq *cq, void *priv);	/* an armed CQ fired */

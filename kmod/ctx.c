@@ -273,6 +273,8 @@ static int iwarp_ctx_mmap(struct file *file, struct vm_area_struct *vma)
 		cq = iwarp_cq_get(ctx, id);
 		if (cq && cq->fmt == IWARP_CQ_FMT_IWARP)
 			ring = &cq->ring;
+		else if (cq)
+			iwarp_cq_put(cq);	/* siw's layout: uverbs maps it */
 		break;
 	case IWARP_MMAP_SQ:
 	case IWARP_MMAP_RQ:

@@ -44,6 +44,20 @@ struct iwarp_ib_ucontext {
 	struct ib_ucontext base;
 	struct iwarp_ctx *ctx;		/* alloc_ucontext to dealloc_ucontext */
 	struct mm_struct *mm;		/* the opener's (mmgrab): charges go to it */
+	struct mutex kept_lock;
+	struct list_head kept;		/* struct iwarp_ib_kept: destroyed, still mapped */
+};
+
+/*
+ * The memory of a destroyed CQ's ring that user space still maps (or
+ * pinned through its mapping): kept, and its RLIMIT_MEMLOCK charge with
+ * it, until no page is in use or the context goes. Without it a user
+ * could map a ring twice, destroy the CQ and loop, pinning pages no
+ * limit counts.
+ */
+struct iwarp_ib_kept {
+	struct list_head node;
+	struct iwarp_ring_mem *mem;	/* held */
 };
 
 struct iwarp_ib_pd {
@@ -65,9 +79,11 @@ struct iwarp_ib_mmap {
 
 struct iwarp_ib_cq {
 	struct ib_cq base;
+	struct iwarp_ib_ucontext *uc;	/* outlives the CQ (uverbs' order) */
 	struct iwarp_ctx *ctx;		/* held: the ucontext's */
 	struct iwarp_cq *cq;		/* held: the engine CQ, siw layout */
 	struct iwarp_ib_mmap *mmap;	/* its ring's key, removed at destroy */
+	struct iwarp_ib_kept *kept;	/* allocated with it: destroy cannot fail */
 };
 
 static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
@@ -189,7 +205,25 @@ static int iwarp_ib_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *ud
 	}
 	mmgrab(current->mm);
 	uc->mm = current->mm;
+	mutex_init(&uc->kept_lock);
+	INIT_LIST_HEAD(&uc->kept);
 	return 0;
+}
+
+/* Releases the kept rings no longer in use, or all of them. */
+static void iwarp_ib_kept_reap(struct iwarp_ib_ucontext *uc, bool all)
+{
+	struct iwarp_ib_kept *k, *tmp;
+
+	mutex_lock(&uc->kept_lock);
+	list_for_each_entry_safe(k, tmp, &uc->kept, node) {
+		if (!all && iwarp_ring_mem_in_use(k->mem))
+			continue;
+		list_del(&k->node);
+		iwarp_ring_mem_release(k->mem);
+		kfree(k);
+	}
+	mutex_unlock(&uc->kept_lock);
 }
 
 /*
@@ -211,6 +245,12 @@ static void iwarp_ib_dealloc_ucontext(struct ib_ucontext *uctx)
 {
 	struct iwarp_ib_ucontext *uc = container_of(uctx, struct iwarp_ib_ucontext, base);
 
+	/*
+	 * The file is going (every VMA of it is gone), or the device is
+	 * (disassociated: mappings may stay, the charges go with the device).
+	 */
+	iwarp_ib_kept_reap(uc, true);
+	mutex_destroy(&uc->kept_lock);
 	iwarp_ctx_close(uc->ctx);
 	uc->ctx = NULL;
 	mmdrop(uc->mm);
@@ -410,9 +450,15 @@ static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *
 		return -EOPNOTSUPP;
 	if (!iwarp_ring_entries_valid(attr->cqe) || udata->outlen < sizeof(uresp))
 		return -EINVAL;
+	iwarp_ib_kept_reap(uc, false);	/* unmapped since: their charges go */
+	cq->kept = kzalloc(sizeof(*cq->kept), GFP_KERNEL_ACCOUNT);
+	if (!cq->kept)
+		return -ENOMEM;
 	ecq = iwarp_cq_create_siw(uc->ctx, attr->cqe, &iwarp_ib_cq_front, ibcq);
-	if (IS_ERR(ecq))
+	if (IS_ERR(ecq)) {
+		kfree(cq->kept);
 		return PTR_ERR(ecq);
+	}
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
 	if (!entry) {
 		err = -ENOMEM;
@@ -434,6 +480,7 @@ static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *
 		goto err_entry;
 	ibcq->cqe = ecq->ring.entries;
 	iwarp_ctx_get(uc->ctx);
+	cq->uc = uc;
 	cq->ctx = uc->ctx;
 	cq->cq = ecq;
 	cq->mmap = entry;
@@ -444,6 +491,7 @@ err_entry:
 err_cq:
 	iwarp_cq_destroy(uc->ctx, ecq->id, NULL);
 	iwarp_cq_put(ecq);
+	kfree(cq->kept);
 	return err;
 }
 
@@ -461,14 +509,26 @@ static int iwarp_ib_create_cq_op(struct ib_cq *ibcq, const struct ib_cq_init_att
 static int iwarp_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct iwarp_ib_cq *cq = container_of(ibcq, struct iwarp_ib_cq, base);
+	struct iwarp_ring_mem *mem;
 	int err;
 
 	err = iwarp_cq_destroy(cq->ctx, cq->cq->id, NULL);
 	if (err)
 		return err;
 	rdma_user_mmap_entry_remove(&cq->mmap->rdma);
+	mem = iwarp_ring_mem_hold(&cq->cq->ring);
 	iwarp_cq_put(cq->cq);
 	iwarp_ctx_put(cq->ctx);
+	/* libsiw unmaps before it destroys: kept only if mapped otherwise. */
+	if (iwarp_ring_mem_in_use(mem)) {
+		cq->kept->mem = mem;
+		mutex_lock(&cq->uc->kept_lock);
+		list_add_tail(&cq->kept->node, &cq->uc->kept);
+		mutex_unlock(&cq->uc->kept_lock);
+	} else {
+		iwarp_ring_mem_release(mem);
+		kfree(cq->kept);
+	}
 	return 0;
 }
 
@@ -479,10 +539,15 @@ static int iwarp_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  */
 static int iwarp_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
+	struct iwarp_ib_ucontext *uc = container_of(uctx, struct iwarp_ib_ucontext, base);
 	struct rdma_user_mmap_entry *rentry;
 	struct iwarp_ib_mmap *entry;
 	int err;
 
+	/* A ring is the opener's, charged to its mm (iwarp_ib_same_mm()). */
+	err = iwarp_ib_same_mm(uc);
+	if (err)
+		return err;
 	rentry = rdma_user_mmap_entry_get(uctx, vma);
 	if (!rentry)
 		return -EINVAL;

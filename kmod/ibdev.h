@@ -100,7 +100,10 @@
  *   holds the engine CQ until mmap_free (removed at destroy_cq; a racing
  *   mmap() holds the entry only while it maps). The VMA is uverbs' and
  *   gets no vm_ops or private data of ours (ring.h): it may outlive the
- *   CQ, the device and both modules, and nothing of it calls back.
+ *   CQ, the device and both modules, and nothing of it calls back. A
+ *   destroyed CQ's ring that is still mapped keeps its memory charge on
+ *   the ucontext's kept list (allocated at create_cq) until no page is in
+ *   use (checked at create_cq) or dealloc_ucontext.
  *   Nothing of a user context outlives its destroy call in our code, and
  *   nothing of it pins either module.
  * - Users: disassociate_ucontext is set, so unregistration does not wait

@@ -6,6 +6,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/export.h>
 #include <linux/gfp.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
@@ -226,6 +227,34 @@ int iwarp_ring_mmap(struct iwarp_ring *ring, struct vm_area_struct *vma)
 	vma->vm_ops = &iwarp_ring_vm_ops;
 	return 0;
 }
+
+struct iwarp_ring_mem *iwarp_ring_mem_hold(struct iwarp_ring *ring)
+{
+	refcount_inc(&ring->mem->ref);
+	return ring->mem;
+}
+EXPORT_SYMBOL_GPL(iwarp_ring_mem_hold);
+
+void iwarp_ring_mem_release(struct iwarp_ring_mem *mem)
+{
+	iwarp_ring_mem_put(mem);
+}
+EXPORT_SYMBOL_GPL(iwarp_ring_mem_release);
+
+/*
+ * Our allocation holds each page once; a mapping (vm_insert_page()) or a
+ * pin (get_user_pages() through a mapping) holds it again.
+ */
+bool iwarp_ring_mem_in_use(const struct iwarp_ring_mem *mem)
+{
+	unsigned long i;
+
+	for (i = 0; i < mem->npages; i++)
+		if (page_count(mem->pages[i]) > 1)
+			return true;
+	return false;
+}
+EXPORT_SYMBOL_GPL(iwarp_ring_mem_in_use);
 
 int iwarp_ring_mmap_plain(struct iwarp_ring *ring, struct vm_area_struct *vma)
 {

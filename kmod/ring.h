@@ -80,11 +80,22 @@ int iwarp_ring_mmap(struct iwarp_ring *ring, struct vm_area_struct *vma);
  * outlive it). So no vm_ops and no reference: the pages are inserted, and
  * each mapped page holds its own page reference until it is unmapped;
  * the memory cgroup charge goes with the last page. The RLIMIT_MEMLOCK
- * charge (pinned_vm) is returned when the owner frees the ring, not at
- * munmap(). The VMA must be shared, not executable and exactly ring->size
- * long. The caller holds a reference to the ring's owner.
+ * charge (pinned_vm) goes with the ring's memory: a front end that lets
+ * the owner go while the ring is mapped keeps it (iwarp_ring_mem_hold())
+ * until no page is in use. The VMA must be shared, not executable and
+ * exactly ring->size long. The caller holds a reference to the ring's
+ * owner.
  */
 int iwarp_ring_mmap_plain(struct iwarp_ring *ring, struct vm_area_struct *vma);
+/*
+ * So a front end can keep a plain ring's charge while it stays mapped:
+ * a reference to the ring's memory (and with it the RLIMIT_MEMLOCK
+ * charge), its release, and whether any page of it is mapped or pinned
+ * beyond the kernel's own reference. Process context.
+ */
+struct iwarp_ring_mem *iwarp_ring_mem_hold(struct iwarp_ring *ring);
+void iwarp_ring_mem_release(struct iwarp_ring_mem *mem);
+bool iwarp_ring_mem_in_use(const struct iwarp_ring_mem *mem);
 
 static inline void *iwarp_ring_slot(const struct iwarp_ring *ring, u32 n)
 {

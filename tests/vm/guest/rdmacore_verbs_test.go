@@ -135,6 +135,27 @@ func rdmaCoreCQ(t *testing.T, b string) {
 		t.Fatalf("iwarpctl cq show after destroy: %+v", cqs)
 	}
 
+	// A ring mapped past its CQ keeps its charge until it is unmapped
+	// (else destroy and map again would pin memory no limit counts); the
+	// next CQ's creation gives it back.
+	h.ok(t, "cq 100")
+	if got := h.ok(t, "dupmap"); got != "8192" {
+		t.Fatalf("dupmap: %q, want the 8 KiB ring", got)
+	}
+	h.ok(t, "destroycq")
+	if pin := h.statusKB(t, "VmPin"); pin != 8 {
+		t.Fatalf("VmPin %d kB with a destroyed CQ's ring still mapped, want 8", pin)
+	}
+	h.ok(t, "unmapdup")
+	h.ok(t, "cq 1")
+	if pin := h.statusKB(t, "VmPin"); pin != 4 {
+		t.Fatalf("VmPin %d kB after the old ring was unmapped and a 1-page CQ made, want 4", pin)
+	}
+	h.ok(t, "destroycq")
+	if pin := h.statusKB(t, "VmPin"); pin != 0 {
+		t.Fatalf("VmPin %d kB after the CQs went, want 0", pin)
+	}
+
 	// RLIMIT_MEMLOCK of one page: a two-page ring is refused (12
 	// ENOMEM), 64 entries and the arm word fit, a second ring does not.
 	h.ok(t, "memlock 4096")

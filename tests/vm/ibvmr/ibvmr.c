@@ -20,6 +20,10 @@
  *   poll                    poll the last CQ; "ok COUNT"
  *   notify                  arm the last CQ for the next completion
  *   destroycq               destroy the last CQ
+ *   dupmap                  map the last mapping of the device file (the
+ *                           last CQ's ring) a second time, as a process
+ *                           that keeps a ring past its CQ would
+ *   unmapdup                unmap that second mapping
  *   memlock BYTES           set RLIMIT_MEMLOCK (soft and hard) to BYTES
  *   forkreg LEN ACCESS      fork; the child registers LEN octets in the
  *                           last PD of the inherited context; "ok ERRNO"
@@ -54,6 +58,8 @@ static void *bufs[MAX_OBJS];
 static size_t lens[MAX_OBJS];
 static int nmr;
 static struct ibv_comp_channel *channel;
+static void *dup_addr;
+static size_t dup_len;
 static struct ibv_cq *cqs[MAX_OBJS];
 static int ncq;
 
@@ -219,6 +225,51 @@ static void cmd_destroycq(void)
 	printf("ok\n");
 }
 
+static void cmd_dupmap(void)
+{
+	unsigned long start, end, off, found_len = 0, found_off = 0;
+	char path[256], line[512];
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "r");
+	if (!f) {
+		reply_err(errno);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		path[0] = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &start, &end, &off, path) >= 3 &&
+		    strstr(path, "/uverbs")) {
+			found_len = end - start;
+			found_off = off;
+		}
+	}
+	fclose(f);
+	if (!found_len || dup_addr) {
+		reply_err(ENOENT);
+		return;
+	}
+	dup_addr = mmap(NULL, found_len, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+			(off_t)found_off);
+	if (dup_addr == MAP_FAILED) {
+		dup_addr = NULL;
+		reply_err(errno);
+		return;
+	}
+	dup_len = found_len;
+	printf("ok %zu\n", dup_len);
+}
+
+static void cmd_unmapdup(void)
+{
+	if (!dup_addr || munmap(dup_addr, dup_len)) {
+		reply_err(dup_addr ? errno : EINVAL);
+		return;
+	}
+	dup_addr = NULL;
+	printf("ok\n");
+}
+
 static void cmd_memlock(const char *args)
 {
 	unsigned long long bytes;
@@ -300,6 +351,10 @@ static int command(char *line)
 		cmd_fork(line + 8, 0);
 	else if (!strncmp(line, "forkcq ", 7))
 		cmd_fork(line + 7, 1);
+	else if (!strcmp(line, "dupmap"))
+		cmd_dupmap();
+	else if (!strcmp(line, "unmapdup"))
+		cmd_unmapdup();
 	else if (!strncmp(line, "memlock ", 8))
 		cmd_memlock(line + 8);
 	else if (!strcmp(line, "quit"))
