@@ -38,7 +38,7 @@ static struct workqueue_struct *iwarp_ibdev_wq;
 
 /*
  * A process's use of the device: an iwarp context of its own, without a
- * file, that owns the engine objects its PDs and MRs are (ibdev.h).
+ * file, that owns the engine objects its PDs, MRs and CQs are (ibdev.h).
  */
 struct iwarp_ib_ucontext {
 	struct ib_ucontext base;
@@ -71,19 +71,23 @@ struct iwarp_ib_mr {
 	struct iwarp_ctx *ctx;		/* held: the one that owns the region */
 };
 
-/* A ring user space maps: the key uverbs' mmap() finds it by. */
+/*
+ * A ring user space maps: the key uverbs' mmap() finds it by. Its last
+ * reference (mmap_free) comes after the last mmap() that could map the
+ * ring, so that is where the ring's memory is kept if still mapped.
+ */
 struct iwarp_ib_mmap {
 	struct rdma_user_mmap_entry rdma;
+	struct iwarp_ib_ucontext *uc;	/* outlives every key (uverbs' order) */
 	struct iwarp_cq *cq;		/* held until mmap_free */
+	struct iwarp_ib_kept *kept;	/* allocated with it: mmap_free cannot fail */
 };
 
 struct iwarp_ib_cq {
 	struct ib_cq base;
-	struct iwarp_ib_ucontext *uc;	/* outlives the CQ (uverbs' order) */
 	struct iwarp_ctx *ctx;		/* held: the ucontext's */
 	struct iwarp_cq *cq;		/* held: the engine CQ, siw layout */
 	struct iwarp_ib_mmap *mmap;	/* its ring's key, removed at destroy */
-	struct iwarp_ib_kept *kept;	/* allocated with it: destroy cannot fail */
 };
 
 static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
@@ -238,8 +242,9 @@ static int iwarp_ib_same_mm(const struct iwarp_ib_ucontext *uc)
 }
 
 /*
- * uverbs destroyed the context's PDs and MRs before (on unregistration
- * too): this only closes the empty iwarp context.
+ * uverbs destroyed the context's CQs, MRs and PDs before (on
+ * unregistration too): this releases the rings kept for mappings and
+ * closes the empty iwarp context.
  */
 static void iwarp_ib_dealloc_ucontext(struct ib_ucontext *uctx)
 {
@@ -259,8 +264,8 @@ static void iwarp_ib_dealloc_ucontext(struct ib_ucontext *uctx)
 
 /*
  * Unregistration with the device open: uverbs has destroyed the
- * context's objects, the MRs' pins with them. Nothing of ours maps user
- * memory yet.
+ * context's objects, the MRs' pins with them. CQ rings the process maps
+ * stay mapped, with no code of ours behind them (ibdev.h).
  */
 static void iwarp_ib_disassociate_ucontext(struct ib_ucontext *uctx)
 {
@@ -451,24 +456,24 @@ static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *
 	if (!iwarp_ring_entries_valid(attr->cqe) || udata->outlen < sizeof(uresp))
 		return -EINVAL;
 	iwarp_ib_kept_reap(uc, false);	/* unmapped since: their charges go */
-	cq->kept = kzalloc(sizeof(*cq->kept), GFP_KERNEL_ACCOUNT);
-	if (!cq->kept)
-		return -ENOMEM;
 	ecq = iwarp_cq_create_siw(uc->ctx, attr->cqe, &iwarp_ib_cq_front, ibcq);
-	if (IS_ERR(ecq)) {
-		kfree(cq->kept);
+	if (IS_ERR(ecq))
 		return PTR_ERR(ecq);
-	}
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
-	if (!entry) {
+	if (entry)
+		entry->kept = kzalloc(sizeof(*entry->kept), GFP_KERNEL_ACCOUNT);
+	if (!entry || !entry->kept) {
+		kfree(entry);
 		err = -ENOMEM;
 		goto err_cq;
 	}
 	iwarp_cq_hold(ecq);
 	entry->cq = ecq;
+	entry->uc = uc;
 	err = rdma_user_mmap_entry_insert(&uc->base, &entry->rdma, ecq->ring.size);
 	if (err) {
 		iwarp_cq_put(ecq);
+		kfree(entry->kept);
 		kfree(entry);
 		goto err_cq;
 	}
@@ -480,7 +485,6 @@ static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *
 		goto err_entry;
 	ibcq->cqe = ecq->ring.entries;
 	iwarp_ctx_get(uc->ctx);
-	cq->uc = uc;
 	cq->ctx = uc->ctx;
 	cq->cq = ecq;
 	cq->mmap = entry;
@@ -491,7 +495,6 @@ err_entry:
 err_cq:
 	iwarp_cq_destroy(uc->ctx, ecq->id, NULL);
 	iwarp_cq_put(ecq);
-	kfree(cq->kept);
 	return err;
 }
 
@@ -509,26 +512,15 @@ static int iwarp_ib_create_cq_op(struct ib_cq *ibcq, const struct ib_cq_init_att
 static int iwarp_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct iwarp_ib_cq *cq = container_of(ibcq, struct iwarp_ib_cq, base);
-	struct iwarp_ring_mem *mem;
 	int err;
 
 	err = iwarp_cq_destroy(cq->ctx, cq->cq->id, NULL);
 	if (err)
 		return err;
+	/* The ring's memory is kept or released with the key (mmap_free). */
 	rdma_user_mmap_entry_remove(&cq->mmap->rdma);
-	mem = iwarp_ring_mem_hold(&cq->cq->ring);
 	iwarp_cq_put(cq->cq);
 	iwarp_ctx_put(cq->ctx);
-	/* libsiw unmaps before it destroys: kept only if mapped otherwise. */
-	if (iwarp_ring_mem_in_use(mem)) {
-		cq->kept->mem = mem;
-		mutex_lock(&cq->uc->kept_lock);
-		list_add_tail(&cq->kept->node, &cq->uc->kept);
-		mutex_unlock(&cq->uc->kept_lock);
-	} else {
-		iwarp_ring_mem_release(mem);
-		kfree(cq->kept);
-	}
 	return 0;
 }
 
@@ -557,12 +549,30 @@ static int iwarp_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	return err;
 }
 
-/* The key's last reference: at destroy, or a racing mmap()'s put. */
+/*
+ * The key's last reference: at destroy, or the put of an mmap() that
+ * raced it (under that caller's mmap_lock; nothing under kept_lock takes
+ * an mmap_lock). No mapping of the ring can be made after this, so a
+ * ring not in use now stays unused: its memory and charge go; one still
+ * mapped (libsiw unmaps before it destroys, so only a second mapping)
+ * is kept on the ucontext until it is not (iwarp_ib_kept_reap()).
+ */
 static void iwarp_ib_mmap_free(struct rdma_user_mmap_entry *rentry)
 {
 	struct iwarp_ib_mmap *entry = container_of(rentry, struct iwarp_ib_mmap, rdma);
+	struct iwarp_ring_mem *mem = iwarp_ring_mem_hold(&entry->cq->ring);
+	struct iwarp_ib_ucontext *uc = entry->uc;
 
 	iwarp_cq_put(entry->cq);
+	if (iwarp_ring_mem_in_use(mem)) {
+		entry->kept->mem = mem;
+		mutex_lock(&uc->kept_lock);
+		list_add_tail(&entry->kept->node, &uc->kept);
+		mutex_unlock(&uc->kept_lock);
+	} else {
+		iwarp_ring_mem_release(mem);
+		kfree(entry->kept);
+	}
 	kfree(entry);
 }
 

@@ -100,10 +100,12 @@
  *   holds the engine CQ until mmap_free (removed at destroy_cq; a racing
  *   mmap() holds the entry only while it maps). The VMA is uverbs' and
  *   gets no vm_ops or private data of ours (ring.h): it may outlive the
- *   CQ, the device and both modules, and nothing of it calls back. A
- *   destroyed CQ's ring that is still mapped keeps its memory charge on
- *   the ucontext's kept list (allocated at create_cq) until no page is in
- *   use (checked at create_cq) or dealloc_ucontext.
+ *   CQ, the device and both modules, and nothing of it calls back. The
+ *   key's last reference (mmap_free, after which nothing can map the
+ *   ring) keeps a ring still mapped, and its memory charge, on the
+ *   ucontext's kept list (the node allocated with the key) until no page
+ *   is in use (checked at create_cq) or dealloc_ucontext. kept_lock nests
+ *   inside mmap_lock (mmap_free may run in mmap()'s put).
  *   Nothing of a user context outlives its destroy call in our code, and
  *   nothing of it pins either module.
  * - Users: disassociate_ucontext is set, so unregistration does not wait
