@@ -29,6 +29,7 @@
 #include "link.h"
 #include "mr.h"
 #include "qp.h"
+#include "wq.h"
 #include "trace.h"
 
 #define IWARP_CM_MAX_ID		((1U << 24) - 1)
@@ -730,11 +731,11 @@ int iwarp_conn_queues(struct iwarp_conn *conn)
 	conn->irq = kvcalloc(conn->ird, sizeof(*conn->irq), GFP_KERNEL_ACCOUNT);
 	if (!conn->swq || !conn->orq || !conn->irq)
 		return -ENOMEM;
-	conn->sq_next = READ_ONCE(qp->sq.ctrl->tail);
+	conn->sq_next = iwarp_sq_start(qp);
 	conn->sq_built = conn->sq_next;
 	conn->sq_sent = conn->sq_next;
 	conn->sq_cqi = conn->sq_next;
-	conn->rq_next = READ_ONCE(qp->rq.ctrl->tail);
+	conn->rq_next = iwarp_rq_start(qp);
 	/* DDP-12, RDMAP-9, RDMAP-EXT-19: every queue's MSNs start at 1, either transport. */
 	conn->msn_send = 1;
 	conn->msn_rreq = 1;

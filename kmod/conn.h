@@ -298,6 +298,7 @@ struct iwarp_conn {
 	u32 ord;			/* ORQ slots */
 	u32 ord_max;			/* Reads and atomics we may issue (the peer's IRD) */
 	bool ord_stall;			/* the SQ waits for a Read or atomic to complete (lock) */
+	bool sq_room_stall;		/* SIW: shadow full, waits for a completion (lock) */
 	struct iwarp_irq_ent *irq;	/* ird entries */
 	u32 irq_head, irq_tail;
 	u32 ird;			/* IRQ slots */

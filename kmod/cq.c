@@ -114,14 +114,6 @@ struct iwarp_cq *iwarp_cq_create_siw(struct iwarp_ctx *ctx, u32 entries,
 }
 EXPORT_SYMBOL_GPL(iwarp_cq_create_siw);
 
-int iwarp_cq_mmap_plain(struct iwarp_cq *cq, struct vm_area_struct *vma)
-{
-	if (cq->fmt != IWARP_CQ_FMT_SIW)
-		return -EINVAL;
-	return iwarp_ring_mmap_plain(&cq->ring, vma);
-}
-EXPORT_SYMBOL_GPL(iwarp_cq_mmap_plain);
-
 /* Unpublished already: stops posting. */
 static void iwarp_cq_teardown(struct iwarp_cq *cq)
 {

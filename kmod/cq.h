@@ -69,8 +69,6 @@ struct iwarp_cq *iwarp_cq_create(struct iwarp_ctx *ctx, u32 entries,
  */
 struct iwarp_cq *iwarp_cq_create_siw(struct iwarp_ctx *ctx, u32 entries,
 				     const struct iwarp_cq_front_ops *ops, void *priv);
-/* The ring of a siw-layout CQ into a uverbs VMA (iwarp_ring_mmap_plain()). */
-int iwarp_cq_mmap_plain(struct iwarp_cq *cq, struct vm_area_struct *vma);
 int iwarp_cq_destroy(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack);
 /* release(): destroys every CQ of a dead context. */
 void iwarp_cq_destroy_all(struct iwarp_ctx *ctx);
@@ -82,11 +80,6 @@ void iwarp_cq_destroy_all(struct iwarp_ctx *ctx);
  */
 struct iwarp_cq *iwarp_cq_use(struct iwarp_ctx *ctx, u32 id);
 void iwarp_cq_unuse(struct iwarp_cq *cq);
-
-static inline void iwarp_cq_hold(struct iwarp_cq *cq)
-{
-	kref_get(&cq->ref);
-}
 
 /* Any context: CQ @id of @ctx with a reference, or NULL. */
 struct iwarp_cq *iwarp_cq_get(struct iwarp_ctx *ctx, u32 id);

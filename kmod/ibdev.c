@@ -28,8 +28,18 @@
 #include "link.h"
 #include "mr.h"
 #include "pd.h"
+#include "qp.h"
 #include "ring.h"
 #include "version.h"
+
+/*
+ * Work requests libsiw may put in a QP's rings that the engine's own
+ * structures hold (struct iwarp_sqe, iwarp_rqe): more is refused here, and
+ * at take from a ring that holds more anyway (wq.h).
+ */
+#define IWARP_IB_MAX_SEND_SGE	IWARP_SQE_MAX_SGE
+#define IWARP_IB_MAX_RECV_SGE	IWARP_RQE_MAX_SGE
+#define IWARP_IB_MAX_INLINE	IWARP_SQE_MAX_INLINE
 
 /* Devices allocated and not yet reaped; module exit waits for zero. */
 static atomic_t iwarp_nibdevs = ATOMIC_INIT(0);
@@ -72,14 +82,15 @@ struct iwarp_ib_mr {
 };
 
 /*
- * A ring user space maps: the key uverbs' mmap() finds it by. Its last
- * reference (mmap_free) comes after the last mmap() that could map the
- * ring, so that is where the ring's memory is kept if still mapped.
+ * A ring user space maps (a CQ's, a QP's SQ or RQ): the key uverbs'
+ * mmap() finds it by. Its last reference (mmap_free) comes after the last
+ * mmap() that could map the ring, so that is where the ring's memory is
+ * kept if still mapped.
  */
 struct iwarp_ib_mmap {
 	struct rdma_user_mmap_entry rdma;
 	struct iwarp_ib_ucontext *uc;	/* outlives every key (uverbs' order) */
-	struct iwarp_cq *cq;		/* held until mmap_free */
+	struct iwarp_ring_mem *mem;	/* held until mmap_free */
 	struct iwarp_ib_kept *kept;	/* allocated with it: mmap_free cannot fail */
 };
 
@@ -88,6 +99,16 @@ struct iwarp_ib_cq {
 	struct iwarp_ctx *ctx;		/* held: the ucontext's */
 	struct iwarp_cq *cq;		/* held: the engine CQ, siw layout */
 	struct iwarp_ib_mmap *mmap;	/* its ring's key, removed at destroy */
+};
+
+struct iwarp_ib_qp {
+	struct ib_qp base;
+	struct iwarp_ctx *ctx;		/* held: the ucontext's */
+	struct iwarp_qp *qp;		/* held: the engine QP, siw layout */
+	struct iwarp_ib_mmap *sq_mmap;	/* its rings' keys, removed at destroy */
+	struct iwarp_ib_mmap *rq_mmap;
+	struct mutex lock;		/* state */
+	enum ib_qp_state state;		/* the last one modify_qp set */
 };
 
 static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
@@ -107,15 +128,21 @@ static int iwarp_ib_query_device(struct ib_device *ibdev, struct ib_device_attr 
 		return -EINVAL;
 	memset(attr, 0, sizeof(*attr));
 	/*
-	 * PDs, MRs and CQs exist; every other object's maximum is 0 until
-	 * the verbs that create it are registered (stage 2). The MR limit is
-	 * the module's (STag indexes are shared by every context), the CQ
+	 * PDs, MRs, CQs and QPs exist; every other object's maximum is 0
+	 * until the verbs that create it are registered, and so are IRD and
+	 * ORD until QPs can connect. The MR and QP limits are the module's
+	 * (STag indexes and QP numbers are shared by every context), the CQ
 	 * limit a context's.
 	 */
 	attr->max_pd = IWARP_IB_MAX_PD;
 	attr->max_mr = IWARP_MR_MAX_INDEX;
 	attr->max_cq = IWARP_CTX_MAX_ID;
 	attr->max_cqe = IWARP_RING_MAX_ENTRIES;
+	attr->max_qp = IWARP_CTX_MAX_ID;
+	attr->max_qp_wr = IWARP_RING_MAX_ENTRIES;
+	attr->max_send_sge = IWARP_IB_MAX_SEND_SGE;
+	attr->max_recv_sge = IWARP_IB_MAX_RECV_SGE;
+	attr->max_sge_rd = 1;
 	attr->max_mr_size = IWARP_MR_MAX_LENGTH;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->vendor_id = IWARP_IB_VENDOR_ID;
@@ -404,6 +431,35 @@ static int iwarp_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * A key for mmap() of @ring, holding its memory (not its owner) until
+ * mmap_free. Process context.
+ */
+static struct iwarp_ib_mmap *iwarp_ib_mmap_add(struct iwarp_ib_ucontext *uc,
+					       struct iwarp_ring *ring)
+{
+	struct iwarp_ib_mmap *entry;
+	int err;
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
+	if (entry)
+		entry->kept = kzalloc(sizeof(*entry->kept), GFP_KERNEL_ACCOUNT);
+	if (!entry || !entry->kept) {
+		kfree(entry);
+		return ERR_PTR(-ENOMEM);
+	}
+	entry->mem = iwarp_ring_mem_hold(ring);
+	entry->uc = uc;
+	err = rdma_user_mmap_entry_insert(&uc->base, &entry->rdma, ring->size);
+	if (err) {
+		iwarp_ring_mem_release(entry->mem);
+		kfree(entry->kept);
+		kfree(entry);
+		return ERR_PTR(err);
+	}
+	return entry;
+}
+
 /* Under the engine CQ's lock, IRQs off: uverbs' handlers take only theirs. */
 static void iwarp_ib_cq_comp(struct iwarp_cq *ecq, void *priv)
 {
@@ -459,22 +515,9 @@ static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *
 	ecq = iwarp_cq_create_siw(uc->ctx, attr->cqe, &iwarp_ib_cq_front, ibcq);
 	if (IS_ERR(ecq))
 		return PTR_ERR(ecq);
-	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
-	if (entry)
-		entry->kept = kzalloc(sizeof(*entry->kept), GFP_KERNEL_ACCOUNT);
-	if (!entry || !entry->kept) {
-		kfree(entry);
-		err = -ENOMEM;
-		goto err_cq;
-	}
-	iwarp_cq_hold(ecq);
-	entry->cq = ecq;
-	entry->uc = uc;
-	err = rdma_user_mmap_entry_insert(&uc->base, &entry->rdma, ecq->ring.size);
-	if (err) {
-		iwarp_cq_put(ecq);
-		kfree(entry->kept);
-		kfree(entry);
+	entry = iwarp_ib_mmap_add(uc, &ecq->ring);
+	if (IS_ERR(entry)) {
+		err = PTR_ERR(entry);
 		goto err_cq;
 	}
 	uresp.cq_id = ecq->id;
@@ -524,6 +567,201 @@ static int iwarp_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	return 0;
 }
 
+static void iwarp_ib_qp_caps(const struct iwarp_qp *qp, struct ib_qp_cap *cap)
+{
+	cap->max_send_wr = qp->sq.entries;
+	cap->max_recv_wr = qp->rq.entries;
+	cap->max_send_sge = IWARP_IB_MAX_SEND_SGE;
+	cap->max_recv_sge = IWARP_IB_MAX_RECV_SGE;
+	cap->max_inline_data = IWARP_IB_MAX_INLINE;
+}
+
+static void iwarp_ib_qp_unmap(struct iwarp_ib_qp *qp)
+{
+	/* The rings' memory is kept or released with the keys (mmap_free). */
+	if (qp->sq_mmap)
+		rdma_user_mmap_entry_remove(&qp->sq_mmap->rdma);
+	if (qp->rq_mmap)
+		rdma_user_mmap_entry_remove(&qp->rq_mmap->rdma);
+}
+
+/*
+ * A process's RC QP: an engine QP whose SQ and RQ are in siw's layout,
+ * which libsiw maps and posts into without system calls (the SQ rings a
+ * POST_SEND doorbell when the engine may be idle, wq.h). No SRQ, no
+ * kernel QPs yet.
+ */
+static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+			      struct ib_udata *udata)
+{
+	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
+	struct iwarp_ib_ucontext *uc = udata ? iwarp_ib_udata_uc(udata) : NULL;
+	struct iwarp_ib_pd *pd = container_of(ibqp->pd, struct iwarp_ib_pd, base);
+	struct siw_uresp_create_qp uresp = {};
+	struct iwarp_qp_init init = { .fmt = IWARP_QP_FMT_SIW };
+	struct iwarp_qp *eqp;
+	int err;
+
+	if (!uc)
+		return -EOPNOTSUPP;
+	err = iwarp_ib_same_mm(uc);
+	if (err)
+		return err;
+	if (attr->qp_type != IB_QPT_RC || attr->srq || attr->create_flags)
+		return -EOPNOTSUPP;
+	if (attr->cap.max_send_sge > IWARP_IB_MAX_SEND_SGE ||
+	    attr->cap.max_recv_sge > IWARP_IB_MAX_RECV_SGE ||
+	    attr->cap.max_inline_data > IWARP_IB_MAX_INLINE ||
+	    attr->cap.max_send_wr > IWARP_RING_MAX_ENTRIES ||
+	    attr->cap.max_recv_wr > IWARP_RING_MAX_ENTRIES ||
+	    udata->outlen < sizeof(uresp))
+		return -EINVAL;
+	init.pd_id = pd->id;
+	init.send_cq = container_of(attr->send_cq, struct iwarp_ib_cq, base)->cq->id;
+	init.recv_cq = container_of(attr->recv_cq, struct iwarp_ib_cq, base)->cq->id;
+	/* A ring has one entry at least; IB allows a QP none. */
+	init.sq_entries = max(attr->cap.max_send_wr, 1U);
+	init.rq_entries = max(attr->cap.max_recv_wr, 1U);
+	iwarp_ib_kept_reap(uc, false);	/* unmapped since: their charges go */
+	eqp = iwarp_qp_create(uc->ctx, &init, NULL);
+	if (IS_ERR(eqp))
+		return PTR_ERR(eqp) == -EDQUOT ? -ENOMEM : PTR_ERR(eqp);
+	qp->qp = eqp;
+	qp->sq_mmap = iwarp_ib_mmap_add(uc, &eqp->sq);
+	if (IS_ERR(qp->sq_mmap)) {
+		err = PTR_ERR(qp->sq_mmap);
+		qp->sq_mmap = NULL;
+		goto err_qp;
+	}
+	qp->rq_mmap = iwarp_ib_mmap_add(uc, &eqp->rq);
+	if (IS_ERR(qp->rq_mmap)) {
+		err = PTR_ERR(qp->rq_mmap);
+		qp->rq_mmap = NULL;
+		goto err_qp;
+	}
+	uresp.qp_id = eqp->id;
+	uresp.num_sqe = eqp->sq.entries;
+	uresp.num_rqe = eqp->rq.entries;
+	uresp.sq_key = rdma_user_mmap_get_offset(&qp->sq_mmap->rdma);
+	uresp.rq_key = rdma_user_mmap_get_offset(&qp->rq_mmap->rdma);
+	err = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+	if (err)
+		goto err_qp;
+	iwarp_ib_qp_caps(eqp, &attr->cap);
+	ibqp->qp_num = eqp->id;
+	iwarp_ctx_get(uc->ctx);
+	qp->ctx = uc->ctx;
+	mutex_init(&qp->lock);
+	qp->state = IB_QPS_RESET;
+	return 0;
+
+err_qp:
+	iwarp_ib_qp_unmap(qp);
+	iwarp_qp_destroy(uc->ctx, eqp->id, NULL);
+	iwarp_qp_put(eqp);
+	return err;
+}
+
+/*
+ * RESET, INIT, RTR and RTS change nothing: the connection manager moves
+ * the QP to RTS when it is connected (iw_cm: RTR and RTS with no other
+ * attribute). ERR closes the connection abortively, or flushes what a QP
+ * that never had one holds. Out of ERR there is no way (RESET would have
+ * to empty the rings: not supported). SQD, a graceful close, comes with
+ * the connection manager's operations.
+ */
+static int iwarp_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			      struct ib_udata *udata)
+{
+	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
+	int err = 0;
+
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+	if (!(mask & IB_QP_STATE))
+		return 0;
+	mutex_lock(&qp->lock);
+	switch (attr->qp_state) {
+	case IB_QPS_RESET:
+	case IB_QPS_INIT:
+	case IB_QPS_RTR:
+	case IB_QPS_RTS:
+		if (qp->state == IB_QPS_ERR)
+			err = attr->qp_state == IB_QPS_RESET ? -EOPNOTSUPP : -EINVAL;
+		else
+			qp->state = attr->qp_state;
+		break;
+	case IB_QPS_ERR:
+		iwarp_qp_set_error(qp->qp);
+		qp->state = IB_QPS_ERR;
+		break;
+	default:
+		err = -EOPNOTSUPP;
+		break;
+	}
+	mutex_unlock(&qp->lock);
+	return err;
+}
+
+static int iwarp_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			     struct ib_qp_init_attr *init)
+{
+	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
+	u8 state = READ_ONCE(qp->qp->state);
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	mutex_lock(&qp->lock);
+	attr->qp_state = qp->state;
+	mutex_unlock(&qp->lock);
+	/* A connection that failed or ended moved the QP to error. */
+	if (state == IWARP_QP_STATE_ERROR || state == IWARP_QP_STATE_TERMINATE)
+		attr->qp_state = IB_QPS_ERR;
+	else if (state == IWARP_QP_STATE_RTS)
+		attr->qp_state = IB_QPS_RTS;
+	attr->cur_qp_state = attr->qp_state;
+	iwarp_ib_qp_caps(qp->qp, &attr->cap);
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->qp_type = IB_QPT_RC;
+	init->cap = attr->cap;
+	return 0;
+}
+
+/*
+ * The core frees ibqp when this returns: the engine QP is unpublished and
+ * its connection closed first (qp.c). Mappings keep their pages, not the
+ * QP.
+ */
+static int iwarp_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
+	int err;
+
+	err = iwarp_qp_destroy(qp->ctx, qp->qp->id, NULL);
+	WARN_ON_ONCE(err);
+	iwarp_ib_qp_unmap(qp);
+	iwarp_qp_put(qp->qp);
+	iwarp_ctx_put(qp->ctx);
+	return 0;
+}
+
+/*
+ * libsiw's doorbell: a POST_SEND with no work request when the entry
+ * before its first new one was no longer VALID (wq.h). Work requests come
+ * only through the ring.
+ */
+static int iwarp_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			      const struct ib_send_wr **bad_wr)
+{
+	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
+
+	*bad_wr = wr;
+	if (wr)
+		return -EINVAL;
+	return iwarp_qp_doorbell_qp(qp->qp, IWARP_DB_SQ);
+}
+
 /*
  * uverbs' mmap() of the uverbs file, under the caller's mmap_lock; the
  * core has set its own vm_ops and checked length and MAP_SHARED against
@@ -544,7 +782,7 @@ static int iwarp_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	if (!rentry)
 		return -EINVAL;
 	entry = container_of(rentry, struct iwarp_ib_mmap, rdma);
-	err = iwarp_cq_mmap_plain(entry->cq, vma);
+	err = iwarp_ring_mem_mmap_plain(entry->mem, vma);
 	rdma_user_mmap_entry_put(rentry);
 	return err;
 }
@@ -560,10 +798,9 @@ static int iwarp_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 static void iwarp_ib_mmap_free(struct rdma_user_mmap_entry *rentry)
 {
 	struct iwarp_ib_mmap *entry = container_of(rentry, struct iwarp_ib_mmap, rdma);
-	struct iwarp_ring_mem *mem = iwarp_ring_mem_hold(&entry->cq->ring);
+	struct iwarp_ring_mem *mem = entry->mem;
 	struct iwarp_ib_ucontext *uc = entry->uc;
 
-	iwarp_cq_put(entry->cq);
 	if (iwarp_ring_mem_in_use(mem)) {
 		entry->kept->mem = mem;
 		mutex_lock(&uc->kept_lock);
@@ -664,24 +901,30 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	.alloc_pd = iwarp_ib_alloc_pd,
 	.alloc_ucontext = iwarp_ib_alloc_ucontext,
 	.create_cq = iwarp_ib_create_cq_op,
+	.create_qp = iwarp_ib_create_qp,
 	.dealloc_driver = iwarp_ib_dealloc_driver,
 	.dealloc_pd = iwarp_ib_dealloc_pd,
 	.dealloc_ucontext = iwarp_ib_dealloc_ucontext,
 	.dereg_mr = iwarp_ib_dereg_mr,
 	.destroy_cq = iwarp_ib_destroy_cq,
+	.destroy_qp = iwarp_ib_destroy_qp,
 	.disassociate_ucontext = iwarp_ib_disassociate_ucontext,
 	.enable_driver = iwarp_ib_enable_driver,
 	.get_netdev = iwarp_ib_get_netdev,
 	.get_port_immutable = iwarp_ib_get_port_immutable,
 	.mmap = iwarp_ib_mmap,
 	.mmap_free = iwarp_ib_mmap_free,
+	.modify_qp = iwarp_ib_modify_qp,
+	.post_send = iwarp_ib_post_send,
 	.query_device = iwarp_ib_query_device,
 	.query_gid = iwarp_ib_query_gid,
 	.query_port = iwarp_ib_query_port,
+	.query_qp = iwarp_ib_query_qp,
 	.reg_user_mr = iwarp_ib_reg_user_mr,
 
 	INIT_RDMA_OBJ_SIZE(ib_cq, iwarp_ib_cq, base),
 	INIT_RDMA_OBJ_SIZE(ib_pd, iwarp_ib_pd, base),
+	INIT_RDMA_OBJ_SIZE(ib_qp, iwarp_ib_qp, base),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, iwarp_ib_ucontext, base),
 };
 
@@ -843,6 +1086,8 @@ static struct iwarp_ibdev *iwarp_ibdev_alloc(struct net_device *dev, u32 index)
 	ibdev->node_type = RDMA_NODE_RNIC;
 	strscpy(ibdev->node_desc, "iwarp", sizeof(ibdev->node_desc));
 	ibdev->phys_port_cnt = 1;
+	/* libsiw's SQ doorbell (iwarp_ib_post_send()). */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND);
 	ibdev->num_comp_vectors = 1;
 	/* Connections are the link's own TCP sockets: no iwpmd. */
 	ibdev->iw_driver_flags = IW_F_NO_PORT_MAP;

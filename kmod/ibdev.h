@@ -83,28 +83,30 @@
  * - User objects: each ucontext owns an iwarp context (ctx.h) from
  *   alloc_ucontext to dealloc_ucontext, made in the opener's task, which
  *   queues no events, and holds the opener's mm (mmgrab): only that mm
- *   may pin or charge memory through it. A PD, MR or CQ wrapper holds a
- *   reference to that context and names its engine object by id (PD) or
- *   STag (MR), or holds it (CQ). uverbs destroys every CQ, MR and PD
- *   before dealloc_ucontext, also on unregistration, so the context
- *   closes empty; the references only keep its memory for a wrapper's
- *   last call. The destroy ops do not fail (a failed destroy on removal
- *   would leak the wrapper), except destroy_cq while a QP uses the CQ,
- *   which uverbs' use counts rule out.
+ *   may pin or charge memory through it. A PD, MR, CQ or QP wrapper holds
+ *   a reference to that context and names its engine object by id (PD)
+ *   or STag (MR), or holds it (CQ, QP). uverbs destroys every QP, CQ, MR
+ *   and PD before dealloc_ucontext, also on unregistration, so the
+ *   context closes empty; the references only keep its memory for a
+ *   wrapper's last call. The destroy ops do not fail (a failed destroy on
+ *   removal would leak the wrapper), except destroy_cq while a QP uses
+ *   the CQ, which uverbs' use counts rule out. destroy_qp closes the QP's
+ *   connection abortively (no wait on the peer).
  * - CQ callbacks (comp_handler, CQ_ERR) run under the engine CQ's lock
  *   with the wrapper as their argument; iwarp_cq_destroy() unpublishes
  *   the CQ under that lock before destroy_cq returns and the core frees
  *   the wrapper, so none runs later. Lock order: the engine CQ's lock >
  *   uverbs' event-queue locks.
- * - Ring mappings: a CQ's ring is found by an rdma_user_mmap_entry that
- *   holds the engine CQ until mmap_free (removed at destroy_cq; a racing
- *   mmap() holds the entry only while it maps). The VMA is uverbs' and
- *   gets no vm_ops or private data of ours (ring.h): it may outlive the
- *   CQ, the device and both modules, and nothing of it calls back. The
+ * - Ring mappings: a CQ's ring, and a QP's SQ and RQ, are each found by
+ *   an rdma_user_mmap_entry that holds the ring's memory (not the CQ or
+ *   QP) until mmap_free (removed at destroy; a racing mmap() holds the
+ *   entry only while it maps). The VMA is uverbs' and gets no vm_ops or
+ *   private data of ours (ring.h): it may outlive the CQ or QP, the
+ *   device and both modules, and nothing of it calls back. The
  *   key's last reference (mmap_free, after which nothing can map the
  *   ring) keeps a ring still mapped, and its memory charge, on the
  *   ucontext's kept list (the node allocated with the key) until no page
- *   is in use (checked at create_cq) or dealloc_ucontext. kept_lock nests
+ *   is in use (checked at create_cq and create_qp) or dealloc_ucontext. kept_lock nests
  *   inside mmap_lock (mmap_free may run in mmap()'s put).
  *   Nothing of a user context outlives its destroy call in our code, and
  *   nothing of it pins either module.

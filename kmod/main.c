@@ -16,6 +16,7 @@
 #include "nl_gen.h"
 #include "txbuf.h"
 #include "selftest.h"
+#include "wq.h"
 
 /* Debug builds (make DEBUG=1) run the self-tests at load and say so. */
 #ifdef IWARP_SELFTEST
@@ -37,7 +38,7 @@ static int __init iwarp_init(void)
 	}
 	if (IWARP_SELFTEST_BUILD)
 		pr_info("protocol self-test passed\n");
-	err = iwarp_mr_selftest() ?: iwarp_cq_selftest();
+	err = iwarp_mr_selftest() ?: iwarp_cq_selftest() ?: iwarp_wq_selftest();
 	if (err) {
 		pr_err("verbs self-test failed, not loading\n");
 		return err;

@@ -11,6 +11,7 @@
 #include <linux/slab.h>
 #include <linux/xarray.h>
 #include <net/netlink.h>
+#include <rdma/siw-abi.h>
 
 #include "cm.h"
 #include "cm_int.h"
@@ -21,6 +22,7 @@
 #include "pd.h"
 #include "qp.h"
 #include "verbs.h"
+#include "wq.h"
 
 #define IWARP_QP_MAX_ID		((1U << 24) - 1)
 
@@ -48,6 +50,7 @@ void iwarp_qp_put(struct iwarp_qp *qp)
 {
 	kref_put(&qp->ref, iwarp_qp_release);
 }
+EXPORT_SYMBOL_GPL(iwarp_qp_put);
 
 struct iwarp_qp *iwarp_qp_get(struct iwarp_ctx *ctx, u32 id)
 {
@@ -66,6 +69,12 @@ static int iwarp_qp_alloc_rings(struct iwarp_qp *qp, const struct iwarp_qp_init 
 {
 	int err;
 
+	if (init->fmt == IWARP_QP_FMT_SIW) {
+		/* iwarp_rdma.ko checked the sizes; -EDQUOT is RLIMIT_MEMLOCK. */
+		err = iwarp_ring_alloc_plain(&qp->sq, init->sq_entries, sizeof(struct siw_sqe), 0);
+		return err ?: iwarp_ring_alloc_plain(&qp->rq, init->rq_entries,
+						     sizeof(struct siw_rqe), 0);
+	}
 	err = iwarp_ring_alloc(&qp->sq, init->sq_entries, sizeof(struct iwarp_sqe),
 			       IWARP_RING_F_IDLE);
 	if (err) {
@@ -147,6 +156,8 @@ struct iwarp_qp *iwarp_qp_create(struct iwarp_ctx *ctx, const struct iwarp_qp_in
 	iwarp_ctx_get(ctx);
 	qp->ctx = ctx;
 	qp->state = IWARP_QP_STATE_IDLE;
+	qp->fmt = init->fmt;
+	mutex_init(&qp->idle_lock);
 	atomic_inc(&iwarp_verbs_live.qps);
 
 	err = iwarp_qp_alloc_rings(qp, init, extack);
@@ -178,6 +189,7 @@ err_put:
 	iwarp_qp_put(qp);
 	return ERR_PTR(err);
 }
+EXPORT_SYMBOL_GPL(iwarp_qp_create);
 
 /* Unpublished from the context already. Process context, no locks held. */
 static void iwarp_qp_teardown(struct iwarp_qp *qp)
@@ -185,8 +197,8 @@ static void iwarp_qp_teardown(struct iwarp_qp *qp)
 	iwarp_cm_qp_close(qp);
 	xa_erase(&iwarp_qp_index, qp->id);
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
-	WRITE_ONCE(qp->sq.ctrl->flags, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR);
-	WRITE_ONCE(qp->rq.ctrl->flags, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR);
+	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR, 0);
+	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR, 0);
 	iwarp_pd_unuse(qp->pd);
 	iwarp_cq_unuse(qp->send_cq);
 	iwarp_cq_unuse(qp->recv_cq);
@@ -210,6 +222,7 @@ int iwarp_qp_destroy(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *exta
 	iwarp_qp_teardown(qp);
 	return 0;
 }
+EXPORT_SYMBOL_GPL(iwarp_qp_destroy);
 
 void iwarp_qp_destroy_all(struct iwarp_ctx *ctx)
 {
@@ -220,6 +233,83 @@ void iwarp_qp_destroy_all(struct iwarp_ctx *ctx)
 		xa_erase(&ctx->qps, id);
 		iwarp_qp_teardown(qp);
 	}
+}
+
+/*
+ * A siw QP in error that never had a connection (iwarp_qp_set_error()):
+ * completes what is posted, SQ first, then RQ, with FLUSH_ERR; again at
+ * each doorbell. The /dev/iwarp front end has no error without a
+ * connection, and its rings are the tail's: nothing to do for them.
+ */
+static void iwarp_qp_flush_idle(struct iwarp_qp *qp)
+{
+	struct iwarp_cqe cqe = { .qp_id = qp->id, .status = IWARP_WC_FLUSH_ERR };
+	u32 end;
+	u8 op;
+
+	if (qp->fmt != IWARP_QP_FMT_SIW)
+		return;
+	mutex_lock(&qp->idle_lock);
+	end = iwarp_wq_posted(qp, &qp->sq, qp->sq_pos, qp->sq_pos + qp->sq.entries);
+	for (; qp->sq_pos != end; qp->sq_pos++) {
+		iwarp_sq_untaken(qp, qp->sq_pos, &cqe.wr_id, &op);
+		cqe.opcode = iwarp_wc_opcode(op);
+		iwarp_cq_post(qp->send_cq, &cqe);
+	}
+	cqe.opcode = IWARP_WC_RECV;
+	end = iwarp_wq_posted(qp, &qp->rq, qp->rq_pos, qp->rq_pos + qp->rq.entries);
+	for (; qp->rq_pos != end; qp->rq_pos++) {
+		cqe.wr_id = iwarp_rq_untaken(qp, qp->rq_pos);
+		iwarp_cq_post(qp->recv_cq, &cqe);
+	}
+	mutex_unlock(&qp->idle_lock);
+}
+
+void iwarp_qp_set_error(struct iwarp_qp *qp)
+{
+	struct iwarp_conn *conn;
+
+	spin_lock_bh(&iwarp_qp_conn_lock);
+	conn = qp->conn;
+	if (conn)
+		iwarp_conn_get(conn);
+	else
+		/* A connect or accept that has not bound the QP yet finds it taken. */
+		WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
+	spin_unlock_bh(&iwarp_qp_conn_lock);
+	if (!conn) {
+		iwarp_qp_flush_idle(qp);
+		return;
+	}
+	/* Its close moves the QP to error and flushes (a second close is a no-op). */
+	iwarp_conn_close(conn, true);
+	iwarp_conn_put(conn);
+}
+EXPORT_SYMBOL_GPL(iwarp_qp_set_error);
+
+/*
+ * Under rcu_read_lock(): the connection a doorbell of @queue of @qp runs,
+ * with a reference, or NULL.
+ */
+static struct iwarp_conn *iwarp_qp_doorbell_conn(struct iwarp_qp *qp, u32 queue)
+{
+	u8 state = READ_ONCE(qp->state);
+	struct iwarp_conn *conn;
+
+	spin_lock_bh(&iwarp_qp_conn_lock);
+	conn = qp->conn;
+	/*
+	 * RQ: while the QP works, the receive path reads the producer
+	 * index when a message arrives and the doorbell has nothing to
+	 * start; in error, the transmit path flushes what was posted.
+	 */
+	if (conn && (queue == IWARP_DB_SQ ? state != IWARP_QP_STATE_IDLE :
+		     state == IWARP_QP_STATE_ERROR || state == IWARP_QP_STATE_TERMINATE))
+		iwarp_conn_get(conn);
+	else
+		conn = NULL;
+	spin_unlock_bh(&iwarp_qp_conn_lock);
+	return conn;
 }
 
 int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
@@ -235,21 +325,7 @@ int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
 	if (!qp) {
 		err = -ENOENT;
 	} else {
-		u8 state = READ_ONCE(qp->state);
-
-		spin_lock_bh(&iwarp_qp_conn_lock);
-		conn = qp->conn;
-		/*
-		 * RQ: while the QP works, the receive path reads the producer
-		 * index when a message arrives and the doorbell has nothing to
-		 * start; in error, the transmit path flushes what was posted.
-		 */
-		if (conn && (queue == IWARP_DB_SQ ? state != IWARP_QP_STATE_IDLE :
-			     state == IWARP_QP_STATE_ERROR || state == IWARP_QP_STATE_TERMINATE))
-			iwarp_conn_get(conn);
-		else
-			conn = NULL;
-		spin_unlock_bh(&iwarp_qp_conn_lock);
+		conn = iwarp_qp_doorbell_conn(qp, queue);
 		if (!conn && queue == IWARP_DB_SQ)
 			err = -ENOTCONN;
 	}
@@ -260,3 +336,25 @@ int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
 	}
 	return err;
 }
+
+int iwarp_qp_doorbell_qp(struct iwarp_qp *qp, u32 queue)
+{
+	struct iwarp_conn *conn;
+
+	if (queue != IWARP_DB_SQ && queue != IWARP_DB_RQ)
+		return -EINVAL;
+	rcu_read_lock();
+	conn = iwarp_qp_doorbell_conn(qp, queue);
+	rcu_read_unlock();
+	if (conn) {
+		iwarp_tx_doorbell(conn);
+		iwarp_conn_put(conn);
+		return 0;
+	}
+	/* Never connected: what is posted waits for a connection, or flushes in error. */
+	if (READ_ONCE(qp->state) == IWARP_QP_STATE_IDLE)
+		return queue == IWARP_DB_SQ ? -ENOTCONN : 0;
+	iwarp_qp_flush_idle(qp);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(iwarp_qp_doorbell_qp);

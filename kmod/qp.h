@@ -7,6 +7,7 @@
 #define _IWARP_QP_H
 
 #include <linux/kref.h>
+#include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/types.h>
 
@@ -18,6 +19,12 @@ struct iwarp_cq;
 struct iwarp_pd;
 struct netlink_ext_ack;
 
+/* The layout of a QP's rings (wq.h). */
+enum iwarp_qp_fmt {
+	IWARP_QP_FMT_IWARP,		/* uapi/iwarp_abi.h: /dev/iwarp's */
+	IWARP_QP_FMT_SIW,		/* rdma/siw-abi.h: iwarp_rdma.ko's */
+};
+
 struct iwarp_qp {
 	struct kref ref;
 	struct iwarp_ctx *ctx;		/* held */
@@ -26,9 +33,18 @@ struct iwarp_qp {
 	struct iwarp_cq *recv_cq;	/* held; used until destroyed */
 	u32 id;
 	u8 state;			/* enum iwarp_qp_state, READ_ONCE */
+	u8 fmt;				/* enum iwarp_qp_fmt */
 	struct iwarp_conn *conn;	/* held; iwarp_qp_conn_lock */
 	struct iwarp_ring sq;
 	struct iwarp_ring rq;
+	/*
+	 * SIW: the next slot of each ring to take or flush while the QP has
+	 * no connection; a connection starts there (iwarp_sq_start()).
+	 * Under idle_lock, which iwarp_qp_flush_idle() holds.
+	 */
+	struct mutex idle_lock;
+	u32 sq_pos;
+	u32 rq_pos;
 	struct rcu_head rcu;
 };
 
@@ -38,6 +54,7 @@ struct iwarp_qp_init {
 	u32 recv_cq;
 	u32 sq_entries;			/* checked by the caller */
 	u32 rq_entries;			/* checked by the caller */
+	u8 fmt;				/* enum iwarp_qp_fmt */
 };
 
 /* Creates a QP; returns it with a reference for the caller. */
@@ -58,5 +75,15 @@ void iwarp_qp_put(struct iwarp_qp *qp);
  * error, flushes) in the caller. Process context.
  */
 int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue);
+/* The same for a QP the caller holds a reference to. */
+int iwarp_qp_doorbell_qp(struct iwarp_qp *qp, u32 queue);
+
+/*
+ * Moves @qp to error: a connection is closed abortively (its close
+ * flushes); a QP that never had one is flushed here, every posted SQ
+ * entry, then every RQ entry, in order, and can no longer be connected.
+ * Process context; the caller holds a reference.
+ */
+void iwarp_qp_set_error(struct iwarp_qp *qp);
 
 #endif /* _IWARP_QP_H */

@@ -256,11 +256,9 @@ bool iwarp_ring_mem_in_use(const struct iwarp_ring_mem *mem)
 }
 EXPORT_SYMBOL_GPL(iwarp_ring_mem_in_use);
 
-int iwarp_ring_mmap_plain(struct iwarp_ring *ring, struct vm_area_struct *vma)
+int iwarp_ring_mem_mmap_plain(struct iwarp_ring_mem *mem, struct vm_area_struct *vma)
 {
-	struct iwarp_ring_mem *mem = ring->mem;
-
-	if (!mem || vma->vm_end - vma->vm_start != ring->size)
+	if (vma->vm_end - vma->vm_start != mem->npages << PAGE_SHIFT)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
@@ -270,3 +268,4 @@ int iwarp_ring_mmap_plain(struct iwarp_ring *ring, struct vm_area_struct *vma)
 	vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY, VM_MAYEXEC);
 	return vm_map_pages_zero(vma, mem->pages, mem->npages);
 }
+EXPORT_SYMBOL_GPL(iwarp_ring_mem_mmap_plain);

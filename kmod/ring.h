@@ -83,15 +83,15 @@ int iwarp_ring_mmap(struct iwarp_ring *ring, struct vm_area_struct *vma);
  * charge (pinned_vm) goes with the ring's memory: a front end that lets
  * the owner go while the ring is mapped keeps it (iwarp_ring_mem_hold())
  * until no page is in use. The VMA must be shared, not executable and
- * exactly ring->size long. The caller holds a reference to the ring's
- * owner.
+ * exactly as long as the memory. The caller holds a reference to @mem.
  */
-int iwarp_ring_mmap_plain(struct iwarp_ring *ring, struct vm_area_struct *vma);
+int iwarp_ring_mem_mmap_plain(struct iwarp_ring_mem *mem, struct vm_area_struct *vma);
 /*
- * So a front end can keep a plain ring's charge while it stays mapped:
- * a reference to the ring's memory (and with it the RLIMIT_MEMLOCK
- * charge), its release, and whether any page of it is mapped or pinned
- * beyond the kernel's own reference. Process context.
+ * So a front end can map a plain ring, and keep its charge while it stays
+ * mapped, without holding the ring's owner: a reference to the ring's
+ * memory (and with it the RLIMIT_MEMLOCK charge), its release, and
+ * whether any page of it is mapped or pinned beyond the kernel's own
+ * reference. Process context.
  */
 struct iwarp_ring_mem *iwarp_ring_mem_hold(struct iwarp_ring *ring);
 void iwarp_ring_mem_release(struct iwarp_ring_mem *mem);
@@ -105,11 +105,16 @@ static inline void *iwarp_ring_slot(const struct iwarp_ring *ring, u32 n)
 /*
  * Sets and clears control flags atomically: the kernel updates them from
  * several contexts (ERROR under the connection's lock, IDLE from the
- * transmit engine); user space only reads them.
+ * transmit engine); user space only reads them. A ring without a control
+ * page (iwarp_ring_alloc_plain()) has none.
  */
 static inline void iwarp_ring_flags_mod(struct iwarp_ring *ring, u32 set, u32 clear)
 {
-	u32 old = READ_ONCE(ring->ctrl->flags);
+	u32 old;
+
+	if (!ring->ctrl)
+		return;
+	old = READ_ONCE(ring->ctrl->flags);
 
 	while (!try_cmpxchg(&ring->ctrl->flags, &old, (old | set) & ~clear))
 		;

@@ -13,6 +13,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/skbuff.h>
+#include <rdma/siw-abi.h>
 
 #include "atomic.h"
 #include "conn.h"
@@ -21,6 +22,7 @@
 #include "pd.h"
 #include "qp.h"
 #include "rx_int.h"
+#include "wq.h"
 #include "trace.h"
 
 /* A violation: Terminate @layer/@etype/@ecode about the segment in rmsg. */
@@ -76,8 +78,31 @@ void iwarp_rx_rqe_end_term(struct iwarp_conn *conn, u8 status, u8 wc_flags, u32 
 	}
 	conn->rq_active = false;
 	iwarp_cq_post(qp->recv_cq, &cqe);
-	/* Frees the RQ slot; pairs with the application's acquire load of tail. */
-	smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
+	if (qp->fmt == IWARP_QP_FMT_IWARP)
+		/* Frees the RQ slot; pairs with the application's acquire load of tail. */
+		smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
+}
+
+/* A copy of the next posted receive in @rqe; a siw slot is given back. */
+static bool iwarp_rq_fetch(struct iwarp_qp *qp, u32 pos, struct iwarp_rqe *rqe)
+{
+	struct siw_rqe s;
+
+	if (qp->fmt == IWARP_QP_FMT_IWARP) {
+		/* Entries the application posted; pairs with its release store of head. */
+		u32 head = smp_load_acquire(&qp->rq.ctrl->head);
+
+		if (head == pos || head - READ_ONCE(qp->rq.ctrl->tail) > qp->rq.entries)
+			return false;
+		memcpy(rqe, iwarp_ring_slot(&qp->rq, pos), sizeof(*rqe));
+		return true;
+	}
+	if (!iwarp_wq_siw_valid(&qp->rq, pos))
+		return false;
+	memcpy(&s, iwarp_ring_slot(&qp->rq, pos), sizeof(s));
+	iwarp_wq_siw_release(&qp->rq, pos);
+	iwarp_rqe_from_siw(rqe, &s);
+	return true;
 }
 
 /* Takes the next posted receive for a new Send message: 0, or a Terminate. */
@@ -85,16 +110,13 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 {
 	struct iwarp_qp *qp = conn->qp;
 	struct iwarp_rqe *rqe = &conn->rqe;
-	/* Entries the application posted; pairs with its release store of head. */
-	u32 head = smp_load_acquire(&qp->rq.ctrl->head);
 	u64 total = 0;
 	int err;
 	u32 i;
 
-	if (head == conn->rq_next || head - READ_ONCE(qp->rq.ctrl->tail) > qp->rq.entries)
+	if (!iwarp_rq_fetch(qp, conn->rq_next, rqe))
 		return iwarp_rx_violation(conn, ev, IWP_LAYER_DDP, IWP_DDP_ET_UNTAGGED,
 					  IWP_DDP_EC_UT_NO_BUF);
-	memcpy(rqe, iwarp_ring_slot(&qp->rq, conn->rq_next), sizeof(*rqe));
 	conn->rq_next++;
 	conn->rq_active = true;
 	conn->rq_rcvd = 0;
@@ -288,7 +310,13 @@ bool iwarp_rx_send_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
 	}
 	if (m->tagged || m->qn || !m->payload_len || k >= qp->rq.entries)
 		return false;
-	/* The message at the frontier has its receive; each later one the next posted. */
+	/*
+	 * The message at the frontier has its receive; each later one the
+	 * next posted (our format only: a siw slot is not read before its
+	 * take, which gives it back).
+	 */
+	if ((k || !conn->rq_active) && qp->fmt != IWARP_QP_FMT_IWARP)
+		return false;
 	if (k || !conn->rq_active) {
 		slot = conn->rq_next + k - conn->rq_active;
 		/* Entries the application posted; pairs with its release store of head. */

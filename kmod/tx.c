@@ -19,6 +19,7 @@
 #include <linux/net.h>
 #include <linux/uio.h>
 #include <net/sock.h>
+#include <rdma/siw-abi.h>
 
 #include "conn.h"
 #include "cq.h"
@@ -26,6 +27,7 @@
 #include "pd.h"
 #include "qp.h"
 #include "txbuf.h"
+#include "wq.h"
 #include "xport.h"
 #include "trace.h"
 
@@ -103,24 +105,6 @@ static void iwarp_ddp_msg_init(struct iwp_ddp_msg *m, bool tagged, u8 opcode)
 
 /* ---------------------------------------------------------- SQ completion */
 
-/* The completion opcode of a work request opcode (0 for an unknown one). */
-static u8 iwarp_wc_opcode(u8 wr_opcode)
-{
-	static const u8 wc_op[__IWARP_WR_MAX] = {
-		[IWARP_WR_SEND] = IWARP_WC_SEND,
-		[IWARP_WR_SEND_INV] = IWARP_WC_SEND,
-		[IWARP_WR_WRITE] = IWARP_WC_WRITE,
-		[IWARP_WR_READ] = IWARP_WC_READ,
-		[IWARP_WR_LOCAL_INV] = IWARP_WC_LOCAL_INV,
-		[IWARP_WR_IMM] = IWARP_WC_IMM,
-		[IWARP_WR_ATOMIC_FETCHADD] = IWARP_WC_ATOMIC,
-		[IWARP_WR_ATOMIC_SWAP] = IWARP_WC_ATOMIC,
-		[IWARP_WR_ATOMIC_CMPSWAP] = IWARP_WC_ATOMIC,
-	};
-
-	return wr_opcode < __IWARP_WR_MAX ? wc_op[wr_opcode] : 0;
-}
-
 void iwarp_sq_complete(struct iwarp_conn *conn)
 {
 	struct iwarp_qp *qp = conn->qp;
@@ -153,8 +137,14 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 		}
 		conn->sq_cqi++;
 	}
-	/* Frees the SQ slots; pairs with the application's acquire load of tail. */
-	smp_store_release(&qp->sq.ctrl->tail, conn->sq_cqi);
+	if (qp->fmt == IWARP_QP_FMT_IWARP) {
+		/* Frees the SQ slots; pairs with the application's acquire load of tail. */
+		smp_store_release(&qp->sq.ctrl->tail, conn->sq_cqi);
+	} else if (conn->sq_room_stall && conn->sq_cqi != conn->sq_next) {
+		/* Room in the shadow for the entry the engine could not take. */
+		WRITE_ONCE(conn->sq_room_stall, false);
+		iwarp_tx_kick(conn);
+	}
 }
 
 /* ------------------------------------------------------------ work requests */
@@ -226,6 +216,41 @@ static bool iwarp_wr_ord(u8 opcode)
 }
 
 /*
+ * A copy of the next SQ entry in @wr, if one is posted and the shadow has
+ * room for it. The slot stays the engine's until the take (wq.h).
+ */
+static bool iwarp_sq_fetch(struct iwarp_conn *conn, struct iwarp_sqe *wr)
+{
+	struct iwarp_qp *qp = conn->qp;
+	struct siw_sqe s;
+	unsigned long flags;
+	bool full;
+
+	if (qp->fmt == IWARP_QP_FMT_IWARP) {
+		/* Entries the application posted; pairs with its release store of head. */
+		if (smp_load_acquire(&qp->sq.ctrl->head) == conn->sq_next)
+			return false;
+		/* A producer that ran ahead of its tail is not served beyond it. */
+		if (conn->sq_next - READ_ONCE(conn->sq_cqi) >= qp->sq.entries)
+			return false;
+		memcpy(wr, iwarp_ring_slot(&qp->sq, conn->sq_next), sizeof(*wr));
+		return true;
+	}
+	if (!iwarp_wq_siw_valid(&qp->sq, conn->sq_next))
+		return false;
+	/* A full shadow: iwarp_sq_complete() kicks, told so under the same lock. */
+	spin_lock_irqsave(&conn->lock, flags);
+	full = conn->sq_next - conn->sq_cqi >= qp->sq.entries;
+	WRITE_ONCE(conn->sq_room_stall, full);
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (full)
+		return false;
+	memcpy(&s, iwarp_ring_slot(&qp->sq, conn->sq_next), sizeof(s));
+	iwarp_sqe_from_siw(wr, &s);
+	return true;
+}
+
+/*
  * Takes the next SQ entry: 1 if one was taken (or completed at once),
  * 0 if there is none or it must wait (ORD, fence), < 0 on a QP error.
  */
@@ -235,18 +260,12 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	struct iwarp_sqe *wr = &conn->cur;
 	struct iwarp_swqe *e;
 	unsigned long flags;
-	u32 head, outstanding;
+	u32 outstanding;
 	bool write_sink, stall;
 	int err;
 
-	/* Entries the application posted; pairs with its release store of head. */
-	head = smp_load_acquire(&qp->sq.ctrl->head);
-	if (head == conn->sq_next)
+	if (!iwarp_sq_fetch(conn, wr))
 		return 0;
-	/* A producer that ran ahead of its tail is not served beyond it. */
-	if (conn->sq_next - READ_ONCE(conn->sq_cqi) >= qp->sq.entries)
-		return 0;
-	memcpy(wr, iwarp_ring_slot(&qp->sq, conn->sq_next), sizeof(*wr));
 
 	/*
 	 * ORD or a fence: rx.c kicks when a Read or atomic completes, if
@@ -261,6 +280,9 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	spin_unlock_irqrestore(&conn->lock, flags);
 	if (stall)
 		return 0;
+	/* Taken: a siw slot is the producer's again (wq.h). */
+	if (qp->fmt == IWARP_QP_FMT_SIW)
+		iwarp_wq_siw_release(&qp->sq, conn->sq_next);
 
 	e = iwarp_cur_swqe(conn);
 	spin_lock_irqsave(&conn->lock, flags);
@@ -714,6 +736,14 @@ static bool iwarp_tx_idle(struct iwarp_conn *conn)
 	struct iwarp_ring *sq = &conn->qp->sq;
 	u32 head;
 
+	if (conn->qp->fmt == IWARP_QP_FMT_SIW) {
+		/*
+		 * The last take gave its slot back with a full barrier, so a
+		 * post that found that slot VALID (no doorbell) is seen here.
+		 */
+		smp_mb();
+		return iwarp_wq_siw_valid(sq, conn->sq_next);
+	}
 	iwarp_ring_flags_mod(sq, IWARP_RING_F_IDLE, 0);
 	/*
 	 * IDLE before the head load; pairs with the application's full
@@ -928,11 +958,12 @@ static void iwarp_tx_run(struct iwarp_conn *conn, unsigned int passes)
 		}
 		if (!err && conn->tx_len == conn->tx_sent &&
 		    (READ_ONCE(conn->ord_stall) || READ_ONCE(conn->rtr_wait) ||
-		     !iwarp_tx_idle(conn))) {
+		     READ_ONCE(conn->sq_room_stall) || !iwarp_tx_idle(conn))) {
 			/*
 			 * Nothing left, or the SQ head waits for a Read or
-			 * atomic to complete (ORD, a fence) or, in P2P mode,
-			 * for the initiator's RTR: rx.c kicks then, and the
+			 * atomic to complete (ORD, a fence), for room in the
+			 * shadow (a siw SQ; iwarp_sq_complete() kicks) or, in
+			 * P2P mode, for the initiator's RTR: rx.c kicks then, and the
 			 * doorbell stays suppressed meanwhile (the engine runs
 			 * again anyway). Polling the head instead spun a
 			 * worker for as long as the peer did not answer.
@@ -1051,7 +1082,7 @@ static void iwarp_rq_flush(struct iwarp_conn *conn)
 	 */
 	smp_mb();
 	/* Entries the application posted; pairs with its release store of head. */
-	head = smp_load_acquire(&qp->rq.ctrl->head);
+	head = iwarp_wq_posted(qp, &qp->rq, conn->rq_next, conn->rq_next + qp->rq.entries);
 
 	t = iwarp_conn_term(conn, &status, &wc_flags, &term);
 	if (conn->rq_active) {
@@ -1061,12 +1092,8 @@ static void iwarp_rq_flush(struct iwarp_conn *conn)
 			iwarp_rx_rqe_end(conn, IWARP_WC_FLUSH_ERR);
 		t = false;
 	}
-	if (head - conn->rq_next > qp->rq.entries)
-		head = conn->rq_next + qp->rq.entries;
 	while (conn->rq_next != head) {
-		const struct iwarp_rqe *rqe = iwarp_ring_slot(&qp->rq, conn->rq_next);
-
-		cqe.wr_id = READ_ONCE(rqe->wr_id);
+		cqe.wr_id = iwarp_rq_untaken(qp, conn->rq_next);
 		cqe.status = t ? status : IWARP_WC_FLUSH_ERR;
 		cqe.flags = t ? wc_flags : 0;
 		cqe.term = t ? term : 0;
@@ -1074,8 +1101,9 @@ static void iwarp_rq_flush(struct iwarp_conn *conn)
 		iwarp_cq_post(qp->recv_cq, &cqe);
 		conn->rq_next++;
 	}
-	/* Frees the RQ slots; pairs with the application's acquire load of tail. */
-	smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
+	if (qp->fmt == IWARP_QP_FMT_IWARP)
+		/* Frees the RQ slots; pairs with the application's acquire load of tail. */
+		smp_store_release(&qp->rq.ctrl->tail, conn->rq_next);
 }
 
 /*
@@ -1089,16 +1117,12 @@ static void iwarp_sq_flush_untaken(struct iwarp_conn *conn, u32 head)
 
 	lockdep_assert_held(&conn->lock);
 	for (; conn->sq_cqi != head; conn->sq_cqi++) {
-		const struct iwarp_sqe *wr = iwarp_ring_slot(&qp->sq, conn->sq_cqi);
-		struct iwarp_cqe cqe = {
-			.wr_id = READ_ONCE(wr->wr_id),
-			.qp_id = qp->id,
-			.opcode = iwarp_wc_opcode(READ_ONCE(wr->opcode)),
-		};
-		u8 status, wc_flags;
+		struct iwarp_cqe cqe = { .qp_id = qp->id, .status = IWARP_WC_FLUSH_ERR };
+		u8 status, wc_flags, op;
 		u32 term;
 
-		cqe.status = IWARP_WC_FLUSH_ERR;
+		iwarp_sq_untaken(qp, conn->sq_cqi, &cqe.wr_id, &op);
+		cqe.opcode = iwarp_wc_opcode(op);
 		if (iwarp_conn_term(conn, &status, &wc_flags, &term)) {
 			cqe.status = status;
 			cqe.flags = wc_flags;
@@ -1109,8 +1133,9 @@ static void iwarp_sq_flush_untaken(struct iwarp_conn *conn, u32 head)
 	conn->sq_next = head;
 	conn->sq_built = head;
 	conn->sq_sent = head;
-	/* Frees the SQ slots; pairs with the application's acquire load of tail. */
-	smp_store_release(&qp->sq.ctrl->tail, conn->sq_cqi);
+	if (qp->fmt == IWARP_QP_FMT_IWARP)
+		/* Frees the SQ slots; pairs with the application's acquire load of tail. */
+		smp_store_release(&qp->sq.ctrl->tail, conn->sq_cqi);
 }
 
 void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
@@ -1128,12 +1153,13 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_IDLE, 0);
 	/* IDLE before the head load, as in iwarp_tx_idle(). */
 	smp_mb();
-	/* Entries the application posted; pairs with its release store of head. */
-	head = smp_load_acquire(&qp->sq.ctrl->head);
-	if (head - conn->sq_cqi > qp->sq.entries)
-		head = conn->sq_cqi + qp->sq.entries;
-
+	/*
+	 * Entries the application posted. The shadow takes what a siw SQ
+	 * holds only up to sq_next: the rest is flushed from the ring after.
+	 */
 	spin_lock_irqsave(&conn->lock, flags);
+	head = qp->fmt == IWARP_QP_FMT_SIW && conn->swq ? conn->sq_next :
+	       iwarp_wq_posted(qp, &qp->sq, conn->sq_next, conn->sq_cqi + qp->sq.entries);
 	if (!conn->swq) {
 		iwarp_sq_flush_untaken(conn, head);
 		spin_unlock_irqrestore(&conn->lock, flags);
@@ -1144,10 +1170,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 		struct iwarp_swqe *e = &conn->swq[i & mask];
 
 		if (i - conn->sq_cqi >= conn->sq_next - conn->sq_cqi) {
-			const struct iwarp_sqe *wr = iwarp_ring_slot(&qp->sq, i);
-
-			e->wr_id = READ_ONCE(wr->wr_id);
-			e->opcode = READ_ONCE(wr->opcode);
+			iwarp_sq_untaken(qp, i, &e->wr_id, &e->opcode);
 			e->flags = 0;
 			e->bytes = 0;
 			e->status = IWARP_WC_SUCCESS;
@@ -1164,6 +1187,10 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	conn->sq_built = head;
 	conn->sq_sent = head;
 	iwarp_sq_complete(conn);
+	/* A siw SQ: what was posted behind the shadow, a ring at most. */
+	if (qp->fmt == IWARP_QP_FMT_SIW)
+		iwarp_sq_flush_untaken(conn, iwarp_wq_posted(qp, &qp->sq, conn->sq_next,
+							     conn->sq_next + qp->sq.entries));
 	conn->orq_head = conn->orq_tail;
 	conn->irq_head = conn->irq_tail;
 	WRITE_ONCE(conn->ord_stall, false);

@@ -168,6 +168,7 @@ func TestRDMACoreDevice(t *testing.T) {
 
 	t.Run("mr", func(t *testing.T) { rdmaCoreMR(t, b) })
 	t.Run("cq", func(t *testing.T) { rdmaCoreCQ(t, b) })
+	t.Run("qp", func(t *testing.T) { rdmaCoreQP(t, b) })
 
 	t.Run("refused", func(t *testing.T) {
 		name := rdmaIwarpAdd(t, b, "iwrc_ref", "vb")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,9 +27,7 @@ import (
 // refusals carry their errno (a forked child's too), and deregistration
 // or the device's deletion with the region alive gives every pin back.
 func rdmaCoreMR(t *testing.T, b string) {
-	name := rdmaIwarpAdd(t, b, "iwrc_mr", "vb")
-	const nobody = 65534
-	h := startIbvmr(t, b, nobody, name)
+	h := startRDMACoreIbvmr(t, b, "iwrc_mr")
 	base := h.statusKB(t, "VmLck")
 
 	h.ok(t, "pd")
@@ -44,14 +43,12 @@ func rdmaCoreMR(t *testing.T, b string) {
 		t.Fatalf("iwarpctl mr show: %+v, want the region of STag %d, 65536 octets, of ibvmr", mrs, stag)
 	}
 	// Its owner sees it too, without the key.
-	if own := resdumpShow(t, b, nobody, "mr", h.pid); len(own) != 1 || own[0].STag != 0 {
-		t.Fatalf("iwarpctl mr show as uid %d: %+v, want the region without its STag", nobody, own)
+	if own := resdumpShow(t, b, rdmaCoreUID, "mr", h.pid); len(own) != 1 || own[0].STag != 0 {
+		t.Fatalf("iwarpctl mr show as uid %d: %+v, want the region without its STag", rdmaCoreUID, own)
 	}
-	if got := h.statusKB(t, "VmLck"); got != base+64 {
-		t.Fatalf("VmLck %d kB after a 64 KiB region, want %d", got, base+64)
-	}
-	if out := run(t, "rdma", "res", "show", "mr", "dev", name); !strings.Contains(out, "mrlen 65536") {
-		t.Fatalf("rdma res show mr dev %s: %q, want the 64 KiB region", name, out)
+	h.wantKB(t, "VmLck", base+64, "after a 64 KiB region")
+	if out := run(t, "rdma", "res", "show", "mr", "dev", h.dev); !strings.Contains(out, "mrlen 65536") {
+		t.Fatalf("rdma res show mr dev %s: %q, want the 64 KiB region", h.dev, out)
 	}
 
 	// Refusals: an iova of its own (95 EOPNOTSUPP), a memory window
@@ -64,34 +61,22 @@ func rdmaCoreMR(t *testing.T, b string) {
 	// Memory is the opener's to pin: a child holding the context after
 	// fork() is refused (1 EPERM), or it could pin its own limit's worth
 	// charged to an mm that goes with it.
-	if got := h.ok(t, "forkreg 4096 1"); got != "1" {
-		t.Fatalf("reg_mr from a forked child: %q, want errno 1", got)
-	}
-	if got := h.ok(t, "forkcq 16"); got != "1" {
-		t.Fatalf("create_cq from a forked child: %q, want errno 1", got)
-	}
+	h.okIs(t, "forkreg 4096 1", "1")
+	h.okIs(t, "forkcq 16", "1")
 
 	// RLIMIT_MEMLOCK: one more page fits, two do not (12 ENOMEM).
 	h.ok(t, fmt.Sprintf("memlock %d", (base+64+4)*1024))
 	h.err(t, "reg 8192 1", 12)
 	h.ok(t, "reg 4096 1")
-	if got := h.statusKB(t, "VmLck"); got != base+68 {
-		t.Fatalf("VmLck %d kB with 68 KiB registered, want %d", got, base+68)
-	}
+	h.wantKB(t, "VmLck", base+68, "with 68 KiB registered")
 	h.ok(t, "dereg")
-	if got := h.statusKB(t, "VmLck"); got != base+64 {
-		t.Fatalf("VmLck %d kB after a deregistration, want %d", got, base+64)
-	}
+	h.wantKB(t, "VmLck", base+64, "after a deregistration")
 	h.ok(t, "reg 4096 1")
 
 	// The device goes with both regions registered: the process hears
 	// of it, and the regions, their pins and charges go with it.
-	run(t, "rdma", "link", "delete", name)
-	h.expect(t, "event local catastrophic error")
-	waitRDMADevGone(t, name)
-	if got := h.statusKB(t, "VmLck"); got != base {
-		t.Fatalf("VmLck %d kB after the device went, want %d", got, base)
-	}
+	h.deleteDevice(t)
+	h.wantKB(t, "VmLck", base, "after the device went")
 	if mrs := resdumpShow(t, b, 0, "mr", h.pid); len(mrs) != 0 {
 		t.Fatalf("iwarpctl mr show after the device went: %+v", mrs)
 	}
@@ -104,33 +89,21 @@ func rdmaCoreMR(t *testing.T, b string) {
 // `iwarpctl cq show`, and a mapping that outlives its CQ, its device and
 // the module that mapped it stays readable and harmless.
 func rdmaCoreCQ(t *testing.T, b string) {
-	name := rdmaIwarpAdd(t, b, "iwrc_cq", "vb")
-	const nobody = 65534
-	h := startIbvmr(t, b, nobody, name)
-	if pin := h.statusKB(t, "VmPin"); pin != 0 {
-		t.Fatalf("VmPin %d kB before any CQ", pin)
-	}
+	h := startRDMACoreIbvmr(t, b, "iwrc_cq")
+	h.wantKB(t, "VmPin", 0, "before any CQ")
 	// 100 entries become 128: 128 siw CQEs of 32 octets and the 8-octet
 	// arm word take two pages.
-	if got := h.ok(t, "cq 100"); got != "128" {
-		t.Fatalf("cq 100: %q entries, want 128", got)
-	}
-	if pin := h.statusKB(t, "VmPin"); pin != 8 {
-		t.Fatalf("VmPin %d kB with one CQ, want 8", pin)
-	}
+	h.okIs(t, "cq 100", "128")
+	h.wantKB(t, "VmPin", 8, "with one CQ")
 	cqs := resdumpShow(t, b, 0, "cq", h.pid)
 	if len(cqs) != 1 || cqs[0].Entries != 128 || cqs[0].Head == nil || *cqs[0].Head != 0 || cqs[0].Comm != "ibvmr" {
 		t.Fatalf("iwarpctl cq show: %+v, want one empty CQ of 128 entries of ibvmr", cqs)
 	}
-	if got := h.ok(t, "poll"); got != "0" {
-		t.Fatalf("poll of an empty CQ: %q", got)
-	}
+	h.okIs(t, "poll", "0")
 	h.ok(t, "notify")
 	h.err(t, "cq 40000", 22) // above 32768 entries
 	h.ok(t, "destroycq")
-	if pin := h.statusKB(t, "VmPin"); pin != 0 {
-		t.Fatalf("VmPin %d kB after the CQ went, want 0", pin)
-	}
+	h.wantKB(t, "VmPin", 0, "after the CQ went")
 	if cqs := resdumpShow(t, b, 0, "cq", h.pid); len(cqs) != 0 {
 		t.Fatalf("iwarpctl cq show after destroy: %+v", cqs)
 	}
@@ -139,50 +112,129 @@ func rdmaCoreCQ(t *testing.T, b string) {
 	// (else destroy and map again would pin memory no limit counts); the
 	// next CQ's creation gives it back.
 	h.ok(t, "cq 100")
-	if got := h.ok(t, "dupmap"); got != "8192" {
-		t.Fatalf("dupmap: %q, want the 8 KiB ring", got)
-	}
+	h.okIs(t, "dupmap", "8192") // the 8 KiB ring
 	h.ok(t, "destroycq")
-	if pin := h.statusKB(t, "VmPin"); pin != 8 {
-		t.Fatalf("VmPin %d kB with a destroyed CQ's ring still mapped, want 8", pin)
-	}
+	h.wantKB(t, "VmPin", 8, "with a destroyed CQ's ring still mapped")
 	h.ok(t, "unmapdup")
 	h.ok(t, "cq 1")
-	if pin := h.statusKB(t, "VmPin"); pin != 4 {
-		t.Fatalf("VmPin %d kB after the old ring was unmapped and a 1-page CQ made, want 4", pin)
-	}
+	h.wantKB(t, "VmPin", 4, "after the old ring was unmapped and a 1-page CQ made")
 	h.ok(t, "destroycq")
-	if pin := h.statusKB(t, "VmPin"); pin != 0 {
-		t.Fatalf("VmPin %d kB after the CQs went, want 0", pin)
-	}
+	h.wantKB(t, "VmPin", 0, "after the CQs went")
 
 	// RLIMIT_MEMLOCK of one page: a two-page ring is refused (12
 	// ENOMEM), 64 entries and the arm word fit, a second ring does not.
 	h.ok(t, "memlock 4096")
 	h.err(t, "cq 100", 12)
-	if got := h.ok(t, "cq 64"); got != "64" {
-		t.Fatalf("cq 64: %q entries", got)
-	}
+	h.okIs(t, "cq 64", "64")
 	h.err(t, "cq 1", 12)
 
-	// The device goes with the CQ mapped: uverbs destroys it (its charge
-	// goes back), the process hears of it, and libsiw still polls the
-	// mapping it kept (no vm_ops of ours: nothing to fault or call).
-	run(t, "rdma", "link", "delete", name)
-	h.expect(t, "event local catastrophic error")
-	waitRDMADevGone(t, name)
-	if pin := h.statusKB(t, "VmPin"); pin != 0 {
-		t.Fatalf("VmPin %d kB after the device went, want 0", pin)
-	}
-	if got := h.ok(t, "poll"); got != "0" {
-		t.Fatalf("poll after the device went: %q", got)
-	}
+	// The device goes with the CQ mapped.
+	h.deleteWithRings(t)
 	h.quit(t)
+}
+
+// rdmaCoreQP: a QP made through libibverbs is an engine QP whose send and
+// receive queues are rings in siw's layout, which libsiw maps and fills;
+// the rings are charged to the creator's RLIMIT_MEMLOCK (VmPin) until it
+// is destroyed, and the core lists the QP as the process's. User space
+// moves it to INIT and ERR (the connection manager does the rest); a send
+// without a connection stays posted, and ERR flushes both queues, the
+// send queue first, and every work request posted after.
+func rdmaCoreQP(t *testing.T, b string) {
+	h := startRDMACoreIbvmr(t, b, "iwrc_qp")
+	h.ok(t, "pd")
+	// IBV_ACCESS_LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ.
+	h.ok(t, "reg 65536 7")
+	h.ok(t, "cq 64")
+	base := h.statusKB(t, "VmPin")
+
+	// Refusals: more than 4 send SGEs, 3 receive SGEs or 64 inline
+	// octets, 40000 send work requests (22 EINVAL); a UD QP (95
+	// EOPNOTSUPP).
+	h.err(t, "qp 16 16 5 1 0", 22)
+	h.err(t, "qp 16 16 1 4 0", 22)
+	h.err(t, "qp 16 16 1 1 65", 22)
+	h.err(t, "qp 40000 16 1 1 0", 22)
+	h.err(t, "qpud", 95)
+	// Rings are the opener's to pin, as memory is: a forked child is
+	// refused (1 EPERM).
+	h.okIs(t, "forkqp", "1")
+
+	// 10 send work requests become 16 (a power of two); 16 siw SQEs of
+	// 120 octets and 16 RQEs of 112 take a page each.
+	f := strings.Fields(h.ok(t, "qp 10 16 1 1 0"))
+	if len(f) != 3 || f[1] != "16" || f[2] != "16" {
+		t.Fatalf("qp 10 16 1 1 0: %v, want a QPN and 16 work requests in each queue", f)
+	}
+	if n, err := strconv.ParseUint(f[0], 10, 32); err != nil || n == 0 {
+		t.Fatalf("qp 10 16 1 1 0: QPN %q", f[0])
+	}
+	qpn := f[0]
+	h.wantKB(t, "VmPin", base+8, "with one QP")
+	// The core tracks it as the process's, and so does the engine: the
+	// QP number is the engine's QP id.
+	if out := run(t, "rdma", "res", "show", "qp"); !regexp.MustCompile(`\blqpn ` + qpn + `\b.*\bcomm ibvmr\b`).MatchString(out) {
+		t.Fatalf("rdma res show qp: %q, want QP %s of ibvmr", out, qpn)
+	}
+	wantQP := func(state string) {
+		t.Helper()
+		qps := resdumpShow(t, b, 0, "qp", h.pid)
+		if len(qps) != 1 || strconv.FormatUint(uint64(qps[0].ID), 10) != qpn || qps[0].Comm != "ibvmr" ||
+			qps[0].SQEntries != 16 || qps[0].RQEntries != 16 || qps[0].State != state {
+			t.Fatalf("iwarpctl qp show: %+v, want QP %s of ibvmr, 16 entries each way, %s", qps, qpn, state)
+		}
+	}
+	wantQP("idle")
+
+	h.ok(t, "modify init")
+	h.okIs(t, "query", "1") // IBV_QPS_INIT
+	// Receives wait in their ring; a send's doorbell finds no connection
+	// (107 ENOTCONN) and the send stays posted.
+	h.ok(t, "recv 1 4096")
+	h.ok(t, "recv 2 4096")
+	h.err(t, "send 10 send 100", 107)
+	// RTR and RTS from user space change nothing: the connection
+	// manager moves the QP.
+	h.ok(t, "modify rts")
+
+	// ERR flushes the send queue, then the receive queue (5
+	// IBV_WC_WR_FLUSH_ERR; opcodes 0 IBV_WC_SEND, 128 IBV_WC_RECV).
+	h.ok(t, "modify err")
+	for _, wc := range []string{"10 5 0", "1 5 128", "2 5 128", "none"} {
+		h.okIs(t, "wc", wc)
+	}
+	h.okIs(t, "query", "6") // IBV_QPS_ERR
+	wantQP("error")
+	// In ERR the doorbell flushes what it finds (1 IBV_WC_RDMA_WRITE).
+	h.ok(t, "send 11 write 8")
+	h.okIs(t, "wc", "11 5 1")
+	h.okIs(t, "wc", "none")
+	h.ok(t, "destroyqp")
+	h.wantKB(t, "VmPin", base, "after the QP went")
+	if qps := resdumpShow(t, b, 0, "qp", h.pid); len(qps) != 0 {
+		t.Fatalf("iwarpctl qp show after destroy: %+v", qps)
+	}
+
+	// The device goes with a QP, its CQ and a region alive.
+	h.ok(t, "qp 4 4 1 1 0")
+	h.deleteWithRings(t)
+	h.quit(t)
+}
+
+// rdmaCoreUID is the user the verbs subtests run ibvmr as: nobody.
+const rdmaCoreUID = 65534
+
+// startRDMACoreIbvmr adds the device name on vb in netns b and runs ibvmr
+// on it as rdmaCoreUID, without capabilities.
+func startRDMACoreIbvmr(t *testing.T, b, name string) *ibvmr {
+	t.Helper()
+	return startIbvmr(t, b, rdmaCoreUID, rdmaIwarpAdd(t, b, name, "vb"))
 }
 
 // ibvmr is build/ibvmr (tests/vm/ibvmr/ibvmr.c) holding a device open.
 type ibvmr struct {
 	cmd   *exec.Cmd
+	dev   string
 	pid   uint32
 	in    io.WriteCloser
 	lines chan string
@@ -201,7 +253,7 @@ func startIbvmr(t *testing.T, ns string, uid int, name string) *ibvmr {
 		args = append(args, "setpriv", "--reuid="+id, "--regid="+id, "--clear-groups", "--inh-caps=-all")
 	}
 	cmd := exec.Command("ip", append(args, bin, name)...)
-	h := &ibvmr{cmd: cmd, lines: make(chan string, 64), errs: &bytes.Buffer{}}
+	h := &ibvmr{cmd: cmd, dev: name, lines: make(chan string, 64), errs: &bytes.Buffer{}}
 	cmd.Stderr = h.errs
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -289,18 +341,59 @@ func (h *ibvmr) ok(t *testing.T, cmd string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(l, "ok"), " ")
 }
 
+// answer runs cmd, which must answer exactly want.
+func (h *ibvmr) answer(t *testing.T, cmd, want string) {
+	t.Helper()
+	if l := h.do(t, cmd); l != want {
+		t.Fatalf("ibvmr %s: %q, want %q", cmd, l, want)
+	}
+}
+
+// okIs runs cmd, which must succeed with exactly what after "ok ".
+func (h *ibvmr) okIs(t *testing.T, cmd, what string) {
+	t.Helper()
+	h.answer(t, cmd, "ok "+what)
+}
+
 // err runs cmd, which must fail with errno.
 func (h *ibvmr) err(t *testing.T, cmd string, errno int) {
 	t.Helper()
-	if l := h.do(t, cmd); l != fmt.Sprintf("err %d", errno) {
-		t.Fatalf("ibvmr %s: %q, want err %d", cmd, l, errno)
-	}
+	h.answer(t, cmd, fmt.Sprintf("err %d", errno))
 }
 
 // statusKB returns a "kB" field of the process's /proc status.
 func (h *ibvmr) statusKB(t *testing.T, field string) int {
 	t.Helper()
 	return procStatusKB(t, fmt.Sprintf("/proc/%d/status", h.pid), field)
+}
+
+// wantKB checks a "kB" field of the process's /proc status; when says at
+// which point.
+func (h *ibvmr) wantKB(t *testing.T, field string, want int, when string) {
+	t.Helper()
+	if got := h.statusKB(t, field); got != want {
+		t.Fatalf("%s %d kB %s, want %d", field, got, when, want)
+	}
+}
+
+// deleteDevice runs `rdma link delete` of the device the process holds
+// open: it hears of it, and the device goes.
+func (h *ibvmr) deleteDevice(t *testing.T) {
+	t.Helper()
+	run(t, "rdma", "link", "delete", h.dev)
+	h.expect(t, "event local catastrophic error")
+	waitRDMADevGone(t, h.dev)
+}
+
+// deleteWithRings deletes the device while the process has its last CQ's
+// ring (and any QP's) mapped: uverbs destroys them (their charge goes
+// back: VmPin 0), and libsiw still polls the mapping it kept (no vm_ops
+// of ours: nothing to fault or call).
+func (h *ibvmr) deleteWithRings(t *testing.T) {
+	t.Helper()
+	h.deleteDevice(t)
+	h.wantKB(t, "VmPin", 0, "after the device went")
+	h.okIs(t, "poll", "0")
 }
 
 // quit ends the program, which must exit 0.
