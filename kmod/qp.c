@@ -197,8 +197,10 @@ static void iwarp_qp_teardown(struct iwarp_qp *qp)
 	iwarp_cm_qp_close(qp);
 	xa_erase(&iwarp_qp_index, qp->id);
 	WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
-	iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR, 0);
-	iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR, 0);
+	if (qp->fmt == IWARP_QP_FMT_IWARP) {
+		WRITE_ONCE(qp->sq.ctrl->flags, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR);
+		WRITE_ONCE(qp->rq.ctrl->flags, IWARP_RING_F_IDLE | IWARP_RING_F_ERROR);
+	}
 	iwarp_pd_unuse(qp->pd);
 	iwarp_cq_unuse(qp->send_cq);
 	iwarp_cq_unuse(qp->recv_cq);
@@ -288,16 +290,21 @@ void iwarp_qp_set_error(struct iwarp_qp *qp)
 EXPORT_SYMBOL_GPL(iwarp_qp_set_error);
 
 /*
- * Under rcu_read_lock(): the connection a doorbell of @queue of @qp runs,
- * with a reference, or NULL.
+ * The connection a doorbell of @queue of @qp runs, with a reference, or
+ * NULL; then *@idle_error says whether the QP is in error without ever
+ * having had one (ERROR is final, and a connect checks the state under
+ * the same lock: none will come).
  */
-static struct iwarp_conn *iwarp_qp_doorbell_conn(struct iwarp_qp *qp, u32 queue)
+static struct iwarp_conn *iwarp_qp_doorbell_conn(struct iwarp_qp *qp, u32 queue,
+						 bool *idle_error)
 {
-	u8 state = READ_ONCE(qp->state);
 	struct iwarp_conn *conn;
+	u8 state;
 
 	spin_lock_bh(&iwarp_qp_conn_lock);
+	state = READ_ONCE(qp->state);
 	conn = qp->conn;
+	*idle_error = !conn && state == IWARP_QP_STATE_ERROR;
 	/*
 	 * RQ: while the QP works, the receive path reads the producer
 	 * index when a message arrives and the doorbell has nothing to
@@ -325,7 +332,9 @@ int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
 	if (!qp) {
 		err = -ENOENT;
 	} else {
-		conn = iwarp_qp_doorbell_conn(qp, queue);
+		bool idle_error;
+
+		conn = iwarp_qp_doorbell_conn(qp, queue, &idle_error);
 		if (!conn && queue == IWARP_DB_SQ)
 			err = -ENOTCONN;
 	}
@@ -340,21 +349,21 @@ int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue)
 int iwarp_qp_doorbell_qp(struct iwarp_qp *qp, u32 queue)
 {
 	struct iwarp_conn *conn;
+	bool idle_error;
 
 	if (queue != IWARP_DB_SQ && queue != IWARP_DB_RQ)
 		return -EINVAL;
-	rcu_read_lock();
-	conn = iwarp_qp_doorbell_conn(qp, queue);
-	rcu_read_unlock();
+	conn = iwarp_qp_doorbell_conn(qp, queue, &idle_error);
 	if (conn) {
 		iwarp_tx_doorbell(conn);
 		iwarp_conn_put(conn);
 		return 0;
 	}
 	/* Never connected: what is posted waits for a connection, or flushes in error. */
-	if (READ_ONCE(qp->state) == IWARP_QP_STATE_IDLE)
-		return queue == IWARP_DB_SQ ? -ENOTCONN : 0;
-	iwarp_qp_flush_idle(qp);
-	return 0;
+	if (idle_error) {
+		iwarp_qp_flush_idle(qp);
+		return 0;
+	}
+	return queue == IWARP_DB_SQ ? -ENOTCONN : 0;
 }
 EXPORT_SYMBOL_GPL(iwarp_qp_doorbell_qp);

@@ -140,7 +140,7 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 	if (qp->fmt == IWARP_QP_FMT_IWARP) {
 		/* Frees the SQ slots; pairs with the application's acquire load of tail. */
 		smp_store_release(&qp->sq.ctrl->tail, conn->sq_cqi);
-	} else if (conn->sq_room_stall && conn->sq_cqi != conn->sq_next) {
+	} else if (conn->sq_room_stall && conn->sq_next - conn->sq_cqi < qp->sq.entries) {
 		/* Room in the shadow for the entry the engine could not take. */
 		WRITE_ONCE(conn->sq_room_stall, false);
 		iwarp_tx_kick(conn);
@@ -1142,6 +1142,11 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 {
 	struct iwarp_qp *qp = conn->qp;
 	u32 mask = qp->sq.entries - 1;
+	/*
+	 * A siw SQ: the entry being framed is taken (its slot given back);
+	 * ours re-reads it from the ring, as ever.
+	 */
+	u32 taken = conn->sq_next + (qp->fmt == IWARP_QP_FMT_SIW && conn->cur_active);
 	unsigned long flags;
 	u32 head, i;
 
@@ -1154,12 +1159,13 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	/* IDLE before the head load, as in iwarp_tx_idle(). */
 	smp_mb();
 	/*
-	 * Entries the application posted. The shadow takes what a siw SQ
-	 * holds only up to sq_next: the rest is flushed from the ring after.
+	 * Entries the application posted. Of a siw SQ the shadow holds the
+	 * taken ones, whose slots are libsiw's again: the rest is flushed
+	 * from the ring after them.
 	 */
 	spin_lock_irqsave(&conn->lock, flags);
-	head = qp->fmt == IWARP_QP_FMT_SIW && conn->swq ? conn->sq_next :
-	       iwarp_wq_posted(qp, &qp->sq, conn->sq_next, conn->sq_cqi + qp->sq.entries);
+	head = qp->fmt == IWARP_QP_FMT_SIW && conn->swq ? taken :
+	       iwarp_wq_posted(qp, &qp->sq, conn->sq_cqi, conn->sq_cqi + qp->sq.entries);
 	if (!conn->swq) {
 		iwarp_sq_flush_untaken(conn, head);
 		spin_unlock_irqrestore(&conn->lock, flags);
@@ -1169,7 +1175,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	for (i = conn->sq_cqi; i != head; i++) {
 		struct iwarp_swqe *e = &conn->swq[i & mask];
 
-		if (i - conn->sq_cqi >= conn->sq_next - conn->sq_cqi) {
+		if (i - conn->sq_cqi >= taken - conn->sq_cqi) {
 			iwarp_sq_untaken(qp, i, &e->wr_id, &e->opcode);
 			e->flags = 0;
 			e->bytes = 0;
@@ -1186,6 +1192,7 @@ void iwarp_conn_flush(struct iwarp_conn *conn, bool stopped)
 	conn->sq_next = head;
 	conn->sq_built = head;
 	conn->sq_sent = head;
+	WRITE_ONCE(conn->sq_room_stall, false);	/* nothing to take any more */
 	iwarp_sq_complete(conn);
 	/* A siw SQ: what was posted behind the shadow, a ring at most. */
 	if (qp->fmt == IWARP_QP_FMT_SIW)
