@@ -120,6 +120,7 @@ struct iwarp_conn *iwarp_conn_alloc(struct iwarp_ctx *ctx, u8 kind)
 	conn->net = ctx->net;
 	conn->kind = kind;
 	spin_lock_init(&conn->lock);
+	spin_lock_init(&conn->sink_lock);
 	INIT_LIST_HEAD(&conn->assoc_node);
 	mutex_init(&conn->tx_lock);
 	mutex_init(&conn->cm_lock);
@@ -245,6 +246,61 @@ static u32 iwarp_cm_event_reason(u32 type)
 }
 
 /*
+ * A sink's event (cm.h): a request's CONNECT_REQUEST goes to its
+ * listener's. False if there is no sink (any more).
+ */
+static bool iwarp_cm_sink_event(struct iwarp_conn *conn, u32 type, s32 status,
+				const u8 *pdata, u16 pd_len)
+{
+	struct iwarp_conn *owner = type == IWARP_EVENT_CONNECT_REQUEST ? conn->lsn : conn;
+	unsigned long flags;
+	bool sent = false;
+
+	if (!owner)
+		return false;
+	spin_lock_irqsave(&owner->sink_lock, flags);
+	if (owner->sink) {
+		owner->sink->event(conn, owner->sink_priv, type, status, pdata, pd_len);
+		sent = true;
+	}
+	spin_unlock_irqrestore(&owner->sink_lock, flags);
+	return sent;
+}
+
+void iwarp_cm_sink_set(struct iwarp_conn *conn, const struct iwarp_cm_sink_ops *sink,
+		       void *priv)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->sink_lock, flags);
+	conn->sink = sink;
+	conn->sink_priv = priv;
+	spin_unlock_irqrestore(&conn->sink_lock, flags);
+}
+
+/* Detaches the sink: no event reaches it after this. Its priv, or NULL. */
+static const struct iwarp_cm_sink_ops *iwarp_cm_sink_take(struct iwarp_conn *conn, void **priv)
+{
+	const struct iwarp_cm_sink_ops *sink;
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->sink_lock, flags);
+	sink = conn->sink;
+	*priv = conn->sink_priv;
+	conn->sink = NULL;
+	conn->sink_priv = NULL;
+	spin_unlock_irqrestore(&conn->sink_lock, flags);
+	return sink;
+}
+
+bool iwarp_cm_sink_clear(struct iwarp_conn *conn)
+{
+	void *priv;
+
+	return iwarp_cm_sink_take(conn, &priv);
+}
+
+/*
  * The owner's part of an event: queued on its /dev/iwarp file. Any
  * context: allocates with GFP_ATOMIC and takes the file's event lock and
  * its wait queue's (waking readers), IRQ-safe leaves, so a caller may hold
@@ -259,6 +315,9 @@ static void iwarp_cm_event_queue(struct iwarp_conn *conn, u32 type, s32 status,
 		.term = term,
 		.pdata_len = pd_len,
 	};
+
+	if (iwarp_cm_sink_event(conn, type, status, pdata, pd_len))
+		return;
 
 	if (type == IWARP_EVENT_CONNECT_REQUEST) {
 		ev.id = conn->lsn->id;
@@ -538,6 +597,8 @@ static void iwarp_conn_close_qp(struct iwarp_conn *conn, int status)
 
 void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 {
+	const struct iwarp_cm_sink_ops *sink;
+	void *sink_priv;
 	struct socket *sock;
 	unsigned long flags;
 	bool setup_works;
@@ -639,8 +700,52 @@ void iwarp_conn_close(struct iwarp_conn *conn, bool abort)
 	/* Outside cm_lock: each request closed takes its own. */
 	if (conn->kind == IWARP_CM_KIND_LISTENER)
 		iwarp_cm_listener_closed(conn);
+	/* Its last call: every event of the connection came before. */
+	sink = iwarp_cm_sink_take(conn, &sink_priv);
+	if (sink)
+		sink->detach(conn, sink_priv);
 	iwarp_conn_put(conn);		/* the index's */
 }
+
+void iwarp_cm_close(struct iwarp_conn *conn)
+{
+	iwarp_conn_close(conn, true);
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_close);
+
+void iwarp_cm_close_later(struct iwarp_conn *conn)
+{
+	iwarp_cm_close_async(conn);
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_close_later);
+
+void iwarp_cm_get(struct iwarp_conn *conn)
+{
+	iwarp_conn_get(conn);
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_get);
+
+void iwarp_cm_put(struct iwarp_conn *conn)
+{
+	iwarp_conn_put(conn);
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_put);
+
+/*
+ * No lock: from a request's CONNECT_REQUEST or a connection's
+ * ESTABLISHED on, nothing writes these (the sink's event may run under
+ * conn->lock).
+ */
+void iwarp_cm_info(struct iwarp_conn *conn, struct iwarp_cm_info *info)
+{
+	info->local = conn->local;
+	info->peer = conn->peer;
+	info->req_ird = conn->req.ird;
+	info->req_ord = conn->req.ord;
+	info->ird = conn->res.ird;
+	info->ord = conn->res.ord;
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_info);
 
 /* ----------------------------------------------------------- failures */
 

@@ -49,6 +49,60 @@ int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_
 int iwarp_cm_disconnect(struct iwarp_ctx *ctx, u32 qp_id, bool abort,
 			struct netlink_ext_ack *extack);
 
+/*
+ * A front end that takes a connection's events itself (iwarp_rdma.ko's
+ * iw_cm provider) instead of the context's event queue. The events go on
+ * to genetlink's multicast either way.
+ */
+struct iwarp_cm_sink_ops {
+	/*
+	 * An IWARP_EVENT_* of @conn; CONNECT_REQUEST comes to its
+	 * listener's sink, for the request @conn. @pdata is the peer's
+	 * private data. Under @conn's (the listener's) sink_lock with IRQs
+	 * off, in any context: may not sleep.
+	 */
+	void (*event)(struct iwarp_conn *conn, void *priv, u32 type, s32 status,
+		      const u8 *pdata, u16 pd_len);
+	/* Once, when the connection or listener is closed: process context, no lock held. */
+	void (*detach)(struct iwarp_conn *conn, void *priv);
+};
+
+/* What a front end reports of a connection. */
+struct iwarp_cm_info {
+	struct sockaddr_storage local;
+	struct sockaddr_storage peer;
+	u32 req_ird, req_ord;		/* a request's: the initiator's MPA Request */
+	u32 ird, ord;			/* once established: negotiated */
+};
+
+/*
+ * The same operations on objects, for a sink: no context check, no
+ * extack. On failure the sink is never called, not even detach; on
+ * success it gets every event of the object and then one detach.
+ * Listen: on a wildcard address with @bound_ifindex, the socket is bound
+ * to that device (SO_BINDTODEVICE), so listeners of several devices share
+ * a port. Connect: @qp is the caller's to keep; the connection is in the
+ * QP's context. Accept and reject take a request delivered by
+ * CONNECT_REQUEST (the caller holds a reference).
+ */
+int iwarp_cm_listen_sink(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
+			 int bound_ifindex, const struct iwarp_cm_sink_ops *sink, void *priv,
+			 struct iwarp_conn **lsn);
+int iwarp_cm_connect_sink(struct iwarp_qp *qp, const struct sockaddr_storage *addr,
+			  const struct iwarp_cm_params *p, const struct iwarp_cm_sink_ops *sink,
+			  void *priv);
+int iwarp_cm_accept_sink(struct iwarp_conn *req, struct iwarp_qp *qp,
+			 const struct iwarp_cm_params *p, const struct iwarp_cm_sink_ops *sink,
+			 void *priv);
+int iwarp_cm_reject_req(struct iwarp_conn *req, const u8 *pdata, u16 pd_len);
+/* Closes a listener or connection abortively (process context). */
+void iwarp_cm_close(struct iwarp_conn *conn);
+/* The same from any context (a sink's event): a work does it. */
+void iwarp_cm_close_later(struct iwarp_conn *conn);
+void iwarp_cm_info(struct iwarp_conn *conn, struct iwarp_cm_info *info);
+void iwarp_cm_get(struct iwarp_conn *conn);
+void iwarp_cm_put(struct iwarp_conn *conn);
+
 /* Context close: ends every listener and connection of @ctx. */
 void iwarp_cm_ctx_close(struct iwarp_ctx *ctx);
 /* QP teardown: ends the QP's connection and drops it. */

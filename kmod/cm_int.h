@@ -10,6 +10,7 @@
 #include <linux/spinlock.h>
 #include <linux/types.h>
 
+struct iwarp_cm_sink_ops;
 struct iwarp_conn;
 struct iwarp_ctx;
 struct work_struct;
@@ -49,6 +50,14 @@ void iwarp_cm_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 
 /* iwarp_conn_close() from a context that may not block on the works. */
 void iwarp_cm_close_async(struct iwarp_conn *conn);
+/*
+ * Sets a connection's sink (cm.h), or takes it back on a failure: true if
+ * it was still set, so the failure is the caller's to report; false if a
+ * close detached it first, whose detach reports the end.
+ */
+void iwarp_cm_sink_set(struct iwarp_conn *conn, const struct iwarp_cm_sink_ops *sink,
+		       void *priv);
+bool iwarp_cm_sink_clear(struct iwarp_conn *conn);
 void iwarp_cm_close_work(struct work_struct *work);
 
 /*

@@ -31,6 +31,7 @@
 #include <net/addrconf.h>
 #include <net/dst.h>
 #include <net/inet_common.h>
+#include <net/ipv6.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
@@ -604,12 +605,15 @@ fail:
 	iwarp_cm_dial_failed(conn, err);
 }
 
+static int iwarp_cm_connect_qp(struct iwarp_qp *qp, const struct sockaddr_storage *addr,
+			       const struct iwarp_cm_params *p,
+			       const struct iwarp_cm_sink_ops *sink, void *priv,
+			       struct netlink_ext_ack *extack);
+
 int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_storage *addr,
 		     const struct iwarp_cm_params *p, struct netlink_ext_ack *extack)
 {
-	struct iwarp_conn *conn;
 	struct iwarp_qp *qp;
-	int err = 0;
 
 	/* With the link's revision, known only once routed: the event says. */
 	if (p->transport == IWARP_TRANSPORT_TCP &&
@@ -630,11 +634,37 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
 		return -ENOENT;
 	}
-	conn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_ACTIVE);
+	return iwarp_cm_connect_qp(qp, addr, p, NULL, NULL, extack);
+}
+
+int iwarp_cm_connect_sink(struct iwarp_qp *qp, const struct sockaddr_storage *addr,
+			  const struct iwarp_cm_params *p, const struct iwarp_cm_sink_ops *sink,
+			  void *priv)
+{
+	if (p->transport != IWARP_TRANSPORT_TCP || p->pd_len > iwarp_pd_room(true))
+		return -EINVAL;
+	kref_get(&qp->ref);
+	return iwarp_cm_connect_qp(qp, addr, p, sink, priv, NULL);
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_connect_sink);
+
+/* The connect of @qp, whose reference it takes, in the QP's context. */
+static int iwarp_cm_connect_qp(struct iwarp_qp *qp, const struct sockaddr_storage *addr,
+			       const struct iwarp_cm_params *p,
+			       const struct iwarp_cm_sink_ops *sink, void *priv,
+			       struct netlink_ext_ack *extack)
+{
+	struct iwarp_conn *conn;
+	int err = 0;
+
+	conn = iwarp_conn_alloc(qp->ctx, IWARP_CM_KIND_ACTIVE);
 	if (!conn) {
 		iwarp_qp_put(qp);
 		return -ENOMEM;
 	}
+	/* Before any event: the connection is published below. */
+	if (sink)
+		iwarp_cm_sink_set(conn, sink, priv);
 	conn->peer = *addr;
 	conn->timeout_ms = p->timeout_ms ?: IWARP_CM_DEFAULT_TIMEOUT_MS;
 	memcpy(conn->own_pd, p->pdata, p->pd_len);
@@ -660,6 +690,7 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 	if (err) {
 		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP is not idle");
 		iwarp_qp_put(qp);
+		iwarp_cm_sink_clear(conn);
 		iwarp_conn_close(conn, true);
 		return err;
 	}
@@ -674,6 +705,9 @@ int iwarp_cm_connect(struct iwarp_ctx *ctx, u32 qp_id, const struct sockaddr_sto
 			NL_SET_ERR_MSG(extack, "IWARP_A_CTX_FD: the context is being closed");
 		else
 			NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: the QP was disconnected or destroyed meanwhile");
+		/* A close that detached the sink first reports the end itself. */
+		if (sink && !iwarp_cm_sink_clear(conn))
+			err = 0;
 		iwarp_conn_close(conn, true);	/* the QP goes with the context */
 	} else {
 		iwarp_cm_kick(conn);
@@ -802,26 +836,31 @@ out:
 	iwarp_conn_put(conn);		/* the work's */
 }
 
+/* Whether @conn is a request waiting for accept or reject; claims it if so. */
+static bool iwarp_cm_claim_req(struct iwarp_conn *conn)
+{
+	bool ok = false;
+
+	spin_lock_bh(&conn->lock);
+	if (conn->kind == IWARP_CM_KIND_PASSIVE && !conn->closing &&
+	    conn->state == IWARP_CM_STATE_MPA_WAIT_ACCEPT) {
+		trace_iwarp_cm_state(conn, conn->state, IWARP_CM_STATE_MPA_WAIT_RTR);
+		conn->state = IWARP_CM_STATE_MPA_WAIT_RTR;	/* answering */
+		ok = true;
+	}
+	spin_unlock_bh(&conn->lock);
+	return ok;
+}
+
 /* The request @conn_id of @ctx, waiting for accept or reject, claimed. */
 static struct iwarp_conn *iwarp_cm_claim(struct iwarp_ctx *ctx, u32 conn_id,
 					 struct netlink_ext_ack *extack)
 {
 	struct iwarp_conn *conn = iwarp_conn_lookup(ctx, conn_id);
-	bool ok = false;
 
-	if (conn) {
-		spin_lock_bh(&conn->lock);
-		if (conn->kind == IWARP_CM_KIND_PASSIVE && !conn->closing &&
-		    conn->state == IWARP_CM_STATE_MPA_WAIT_ACCEPT) {
-			trace_iwarp_cm_state(conn, conn->state, IWARP_CM_STATE_MPA_WAIT_RTR);
-			conn->state = IWARP_CM_STATE_MPA_WAIT_RTR;	/* answering */
-			ok = true;
-		}
-		spin_unlock_bh(&conn->lock);
-		if (!ok) {
-			iwarp_conn_put(conn);
-			conn = NULL;
-		}
+	if (conn && !iwarp_cm_claim_req(conn)) {
+		iwarp_conn_put(conn);
+		conn = NULL;
 	}
 	if (!conn)
 		NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: no such pending request in the context");
@@ -859,13 +898,17 @@ static int iwarp_cm_pd_fits(struct iwarp_conn *conn, u16 pd_len, struct netlink_
 	return -EMSGSIZE;
 }
 
+static int iwarp_cm_accept_claimed(struct iwarp_conn *conn, struct iwarp_qp *qp,
+				   const struct iwarp_cm_params *p,
+				   const struct iwarp_cm_sink_ops *sink, void *priv,
+				   struct netlink_ext_ack *extack);
+
 int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		    const struct iwarp_cm_params *p, struct netlink_ext_ack *extack)
 {
-	struct iwp_mpa_frame rep;
 	struct iwarp_conn *conn;
 	struct iwarp_qp *qp;
-	int err = 0, neg;
+	int err = 0;
 
 	if ((p->set & IWARP_LINK_SET_FLAGS) && (p->flags & ~IWARP_LINK_F_RFC7306)) {
 		NL_SET_ERR_MSG(extack, "IWARP_A_LINK_FLAGS: at accept only IWARP_LINK_F_RFC7306 applies (the MPA parameters are the link's)");
@@ -890,6 +933,36 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		iwarp_qp_put(qp);
 		return -ENOENT;
 	}
+	return iwarp_cm_accept_claimed(conn, qp, p, NULL, NULL, extack);
+}
+
+int iwarp_cm_accept_sink(struct iwarp_conn *req, struct iwarp_qp *qp,
+			 const struct iwarp_cm_params *p, const struct iwarp_cm_sink_ops *sink,
+			 void *priv)
+{
+	if ((p->set & IWARP_LINK_SET_FLAGS) || req->xport != IWARP_XPORT_TCP)
+		return -EINVAL;
+	if (!iwarp_cm_claim_req(req))
+		return -ECONNABORTED;
+	iwarp_conn_get(req);
+	kref_get(&qp->ref);
+	return iwarp_cm_accept_claimed(req, qp, p, sink, priv, NULL);
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_accept_sink);
+
+/*
+ * The accept of claimed request @conn onto @qp: takes both references.
+ * With a sink: set once the QP is bound; a failure takes it back unless a
+ * close detached it first (then that reports, and this returns 0).
+ */
+static int iwarp_cm_accept_claimed(struct iwarp_conn *conn, struct iwarp_qp *qp,
+				   const struct iwarp_cm_params *p,
+				   const struct iwarp_cm_sink_ops *sink, void *priv,
+				   struct netlink_ext_ack *extack)
+{
+	struct iwp_mpa_frame rep;
+	int err, neg;
+
 	err = iwarp_cm_answer_lock(conn, extack);
 	if (err) {
 		iwarp_qp_put(qp);
@@ -920,6 +993,9 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 		iwarp_conn_put(conn);
 		return err;
 	}
+	/* Before the Reply: its ESTABLISHED (or the RTR's) is the sink's. */
+	if (sink)
+		iwarp_cm_sink_set(conn, sink, priv);
 	iwarp_cm_unpend(conn);
 	/* The overrides, once the request is this accept's (no retry inherits them). */
 	if (p->set & IWARP_LINK_SET_IRD)
@@ -956,28 +1032,59 @@ int iwarp_cm_accept(struct iwarp_ctx *ctx, u32 conn_id, u32 qp_id,
 	mutex_unlock(&conn->cm_lock);
 sctp_done:
 	if (err) {
+		bool abort = err != -ECONNREFUSED;
+
 		if (err != -ECONNREFUSED)
 			NL_SET_ERR_MSG(extack, "IWARP_A_CM_CONN: the connection failed while accepting");
 		WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
-		/* A refusal ends in order after its Reply, as a reject does. */
-		iwarp_conn_close(conn, err != -ECONNREFUSED);
 		err = err == -ECONNREFUSED ? err : -ECONNABORTED;
+		/* A close that detached the sink first reports the end itself. */
+		if (sink && !iwarp_cm_sink_clear(conn))
+			err = 0;
+		/* A refusal ends in order after its Reply, as a reject does. */
+		iwarp_conn_close(conn, abort);
 	}
 	iwarp_conn_put(conn);
 	return err;
 }
 
+static int iwarp_cm_reject_claimed(struct iwarp_conn *conn, const u8 *pdata, u16 pd_len,
+				   struct netlink_ext_ack *extack);
+
 int iwarp_cm_reject(struct iwarp_ctx *ctx, u32 conn_id, const u8 *pdata, u16 pd_len,
 		    struct netlink_ext_ack *extack)
 {
-	struct iwp_mpa_frame rep;
-	struct iwp_mpa_result res;
 	struct iwarp_conn *conn;
-	int err;
 
 	conn = iwarp_cm_claim(ctx, conn_id, extack);
 	if (!conn)
 		return -ENOENT;
+	return iwarp_cm_reject_claimed(conn, pdata, pd_len, extack);
+}
+
+int iwarp_cm_reject_req(struct iwarp_conn *req, const u8 *pdata, u16 pd_len)
+{
+	int err = -ECONNABORTED;
+
+	if (iwarp_cm_claim_req(req)) {
+		iwarp_conn_get(req);
+		err = iwarp_cm_reject_claimed(req, pdata, pd_len, NULL);
+	}
+	/* Refused either way: a request left claimable would wait for nobody. */
+	if (err)
+		iwarp_conn_close(req, true);
+	return err;
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_reject_req);
+
+/* The reject of claimed request @conn: takes its reference. */
+static int iwarp_cm_reject_claimed(struct iwarp_conn *conn, const u8 *pdata, u16 pd_len,
+				   struct netlink_ext_ack *extack)
+{
+	struct iwp_mpa_frame rep;
+	struct iwp_mpa_result res;
+	int err;
+
 	err = iwarp_cm_answer_lock(conn, extack);
 	if (!err)
 		err = iwarp_cm_pd_fits(conn, pd_len, extack);
@@ -1064,6 +1171,8 @@ int iwarp_cm_listen_sock(struct iwarp_conn *lsn, struct sockaddr_storage *addr,
 	iwarp_conn_put(lsn);
 	return 0;
 fail:
+	/* A sink gets nothing of a listener that never listened. */
+	iwarp_cm_sink_clear(lsn);
 	iwarp_conn_close(lsn, true);
 	return err;
 }
@@ -1085,6 +1194,53 @@ int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 ba
 	}
 	return iwarp_cm_listen_sock(lsn, addr, NULL, backlog, id, extack);
 }
+
+static bool iwarp_cm_addr_any(const struct sockaddr_storage *addr)
+{
+	if (addr->ss_family == AF_INET6)
+		return ipv6_addr_any(&((const struct sockaddr_in6 *)addr)->sin6_addr);
+	return ((const struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+int iwarp_cm_listen_sink(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
+			 int bound_ifindex, const struct iwarp_cm_sink_ops *sink, void *priv,
+			 struct iwarp_conn **lsnp)
+{
+	struct iwarp_conn *lsn;
+	u32 id;
+	int err;
+
+	if (addr->ss_family != AF_INET && addr->ss_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
+	if (!lsn)
+		return -ENOMEM;
+	lsn->backlog = backlog;
+	err = iwarp_cm_sock_new(lsn, addr->ss_family);
+	if (err) {
+		iwarp_conn_close(lsn, true);
+		return err;
+	}
+	if (bound_ifindex && iwarp_cm_addr_any(addr)) {
+		err = sock_bindtoindex(lsn->sock->sk, bound_ifindex, true);
+		if (err) {
+			iwarp_conn_close(lsn, true);
+			return err;
+		}
+	}
+	/* Before any request: the accept work runs once it is published. */
+	iwarp_cm_sink_set(lsn, sink, priv);
+	/* Ours until returned: a close of the context could take it before. */
+	iwarp_conn_get(lsn);
+	err = iwarp_cm_listen_sock(lsn, addr, NULL, backlog, &id, NULL);
+	if (err) {
+		iwarp_conn_put(lsn);
+		return err;
+	}
+	*lsnp = lsn;
+	return 0;
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_listen_sink);
 
 int iwarp_cm_listen_close(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)
 {

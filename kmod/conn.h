@@ -244,6 +244,15 @@ struct iwarp_conn {
 	void (*saved_state_change)(struct sock *sk);
 
 	spinlock_t lock;		/* state, closing, swq, orq, irq, term_* */
+	/*
+	 * A front end's sink (cm.h) instead of the context's event queue:
+	 * set by the connect, accept or listen that made it one, cleared by
+	 * the close, which then calls its detach once. sink_lock is an
+	 * IRQ-safe leaf but for what the sink's event takes (iw_cm's lock).
+	 */
+	spinlock_t sink_lock;
+	const struct iwarp_cm_sink_ops *sink;
+	void *sink_priv;
 
 	/* Transmit (tx_lock) */
 	struct work_struct tx_work;

@@ -313,7 +313,8 @@ static long iwarp_ctx_ioctl(struct file *file, unsigned int cmd, unsigned long a
 
 /* ------------------------------------------------------------ open, release */
 
-struct iwarp_ctx *iwarp_ctx_alloc(void)
+/* A context of @owner (NULL: the kernel's) in @net, published. */
+static struct iwarp_ctx *iwarp_ctx_new(struct net *net, struct pid *owner, bool events)
 {
 	struct iwarp_ctx *ctx;
 
@@ -330,11 +331,18 @@ struct iwarp_ctx *iwarp_ctx_alloc(void)
 	INIT_LIST_HEAD(&ctx->events);
 	mutex_init(&ctx->read_lock);
 	init_waitqueue_head(&ctx->wait);
-	ctx->net = get_net(current->nsproxy->net_ns);
-	ctx->owner = get_task_pid(current, PIDTYPE_TGID);
-	/* open() runs in the opener's task: these are the file's f_cred. */
-	ctx->uid = current_euid();
-	get_task_comm(ctx->comm, current);
+	/* Nobody reads a front end's: nothing is queued. */
+	ctx->ev_dead = !events;
+	ctx->net = get_net(net);
+	if (owner) {
+		ctx->owner = get_pid(owner);
+		/* open() runs in the opener's task: these are the file's f_cred. */
+		ctx->uid = current_euid();
+		get_task_comm(ctx->comm, current);
+	} else {
+		ctx->uid = GLOBAL_ROOT_UID;
+		strscpy(ctx->comm, "iwarp_rdma", sizeof(ctx->comm));
+	}
 	atomic_inc(&iwarp_verbs_live.ctxs);
 	if (xa_alloc_cyclic(&iwarp_ctxs, &ctx->id, ctx, xa_limit_32b, &iwarp_ctx_next_id,
 			    GFP_KERNEL) < 0) {
@@ -343,20 +351,34 @@ struct iwarp_ctx *iwarp_ctx_alloc(void)
 	}
 	return ctx;
 }
+
+/* The caller's, in its network namespace. */
+static struct iwarp_ctx *iwarp_ctx_new_task(bool events)
+{
+	struct pid *owner = get_task_pid(current, PIDTYPE_TGID);
+	struct iwarp_ctx *ctx = iwarp_ctx_new(current->nsproxy->net_ns, owner, events);
+
+	put_pid(owner);
+	return ctx;
+}
+
+struct iwarp_ctx *iwarp_ctx_alloc(void)
+{
+	return iwarp_ctx_new_task(true);
+}
 EXPORT_SYMBOL_GPL(iwarp_ctx_alloc);
 
 struct iwarp_ctx *iwarp_ctx_alloc_front(void)
 {
-	struct iwarp_ctx *ctx = iwarp_ctx_alloc();
-
-	if (ctx) {
-		spin_lock_irq(&ctx->ev_lock);
-		ctx->ev_dead = true;	/* nobody reads: nothing is queued */
-		spin_unlock_irq(&ctx->ev_lock);
-	}
-	return ctx;
+	return iwarp_ctx_new_task(false);
 }
 EXPORT_SYMBOL_GPL(iwarp_ctx_alloc_front);
+
+struct iwarp_ctx *iwarp_ctx_alloc_kernel(struct net *net)
+{
+	return iwarp_ctx_new(net, NULL, false);
+}
+EXPORT_SYMBOL_GPL(iwarp_ctx_alloc_kernel);
 
 /*
  * Requests that resolved the context before may still hold it; they find it

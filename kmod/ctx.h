@@ -98,6 +98,12 @@ struct iwarp_ctx *iwarp_ctx_alloc(void);
  * dropped as for a closed context, never queued.
  */
 struct iwarp_ctx *iwarp_ctx_alloc_front(void);
+/*
+ * A context of no process, in @net, that queues no events: a front end's
+ * own (iwarp_rdma.ko's listeners and the connections they accept). Its
+ * owner shows as pid 0, comm "iwarp_rdma".
+ */
+struct iwarp_ctx *iwarp_ctx_alloc_kernel(struct net *net);
 void iwarp_ctx_close(struct iwarp_ctx *ctx);
 
 /*

@@ -20,6 +20,7 @@
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/siw-abi.h>
 
+#include "cm.h"
 #include "compat.h"
 #include "cq.h"
 #include "ctx.h"
@@ -40,6 +41,7 @@
 #define IWARP_IB_MAX_SEND_SGE	IWARP_SQE_MAX_SGE
 #define IWARP_IB_MAX_RECV_SGE	IWARP_RQE_MAX_SGE
 #define IWARP_IB_MAX_INLINE	IWARP_SQE_MAX_INLINE
+#define IWARP_IB_MAX_RD		128
 
 /* Devices allocated and not yet reaped; module exit waits for zero. */
 static atomic_t iwarp_nibdevs = ATOMIC_INIT(0);
@@ -109,6 +111,31 @@ struct iwarp_ib_qp {
 	struct iwarp_ib_mmap *rq_mmap;
 	struct mutex lock;		/* state */
 	enum ib_qp_state state;		/* the last one modify_qp set */
+	/*
+	 * iw_cm's references (iw_get_qp to iw_rem_ref) and the QP's own:
+	 * destroy_qp drops its own and waits for the rest (iw_done).
+	 */
+	refcount_t iw_refs;
+	struct completion iw_done;
+};
+
+/*
+ * What an iw_cm_id is to one listener or connection of the engine: its
+ * sink's state (iwarp_ib_cm_sink), under the connection's sink_lock, or
+ * the detach's alone.
+ */
+enum iwarp_ib_cm_kind {
+	IWARP_IB_CM_LISTEN,
+	IWARP_IB_CM_ACTIVE,		/* iw_connect */
+	IWARP_IB_CM_PASSIVE,		/* iw_accept */
+};
+
+struct iwarp_ib_cm {
+	struct iw_cm_id *cm_id;		/* held (add_ref) until the detach */
+	u8 kind;			/* enum iwarp_ib_cm_kind */
+	bool replied;			/* active: CONNECT_REPLY delivered */
+	bool up;			/* CONNECT_REPLY 0 or ESTABLISHED delivered */
+	bool closed;			/* CLOSE delivered, or none is due */
 };
 
 static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
@@ -143,6 +170,10 @@ static int iwarp_ib_query_device(struct ib_device *ibdev, struct ib_device_attr 
 	attr->max_send_sge = IWARP_IB_MAX_SEND_SGE;
 	attr->max_recv_sge = IWARP_IB_MAX_RECV_SGE;
 	attr->max_sge_rd = 1;
+	/* IRD and ORD a connection may ask for: siw's limit, which perftest and rping expect. */
+	attr->max_qp_rd_atom = IWARP_IB_MAX_RD;
+	attr->max_qp_init_rd_atom = IWARP_IB_MAX_RD;
+	attr->max_res_rd_atom = IWARP_IB_MAX_RD * IWARP_CTX_MAX_ID;
 	attr->max_mr_size = IWARP_MR_MAX_LENGTH;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->vendor_id = IWARP_IB_VENDOR_ID;
@@ -168,6 +199,8 @@ static int iwarp_ib_query_port(struct ib_device *ibdev, u32 port, struct ib_port
 	attr->active_mtu = ib_mtu_int_to_enum(mtu);
 	attr->gid_tbl_len = 1;
 	attr->max_msg_sz = 0x7fffffff;
+	/* Connections are made through iw_cm (rdma_cm). */
+	attr->port_cap_flags = IB_PORT_CM_SUP;
 	/* Cached under RTNL by the netdev's events: no lock, no log here. */
 	spin_lock(&iwdev->attr_lock);
 	attr->active_speed = iwdev->speed;
@@ -653,6 +686,10 @@ static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	qp->ctx = uc->ctx;
 	mutex_init(&qp->lock);
 	qp->state = IB_QPS_RESET;
+	refcount_set(&qp->iw_refs, 1);
+	init_completion(&qp->iw_done);
+	/* iw_get_qp() finds it from here on. */
+	WRITE_ONCE(eqp->front, qp);
 	return 0;
 
 err_qp:
@@ -666,9 +703,9 @@ err_qp:
  * RESET, INIT, RTR and RTS change nothing: the connection manager moves
  * the QP to RTS when it is connected (iw_cm: RTR and RTS with no other
  * attribute). ERR closes the connection abortively, or flushes what a QP
- * that never had one holds. Out of ERR there is no way (RESET would have
- * to empty the rings: not supported). SQD, a graceful close, comes with
- * the connection manager's operations.
+ * that never had one holds; SQD (iw_cm's graceful disconnect) closes it
+ * in order. Out of ERR there is no way (RESET would have to empty the
+ * rings: not supported).
  */
 static int iwarp_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			      struct ib_udata *udata)
@@ -694,6 +731,12 @@ static int iwarp_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int m
 	case IB_QPS_ERR:
 		iwarp_qp_set_error(qp->qp);
 		qp->state = IB_QPS_ERR;
+		break;
+	case IB_QPS_SQD:
+		/* iw_cm's graceful disconnect: the close flushes, the QP ends in error. */
+		err = iwarp_qp_disconnect(qp->qp);
+		if (!err)
+			qp->state = IB_QPS_SQD;
 		break;
 	default:
 		err = -EOPNOTSUPP;
@@ -738,8 +781,19 @@ static int iwarp_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
 	int err;
 
+	/* An iw_get_qp() that found it has counted its reference by then. */
+	WRITE_ONCE(qp->qp->front, NULL);
+	synchronize_rcu();
+	/*
+	 * Closes its connection: the sink delivers iw_cm's CLOSE (or the
+	 * reply it waits for), after which iw_cm drops its reference, as it
+	 * does when its cm_id goes. Bounded: our close never waits on the
+	 * peer, and those events need no memory iw_cm does not have.
+	 */
 	err = iwarp_qp_destroy(qp->ctx, qp->qp->id, NULL);
 	WARN_ON_ONCE(err);
+	if (!refcount_dec_and_test(&qp->iw_refs))
+		wait_for_completion(&qp->iw_done);
 	iwarp_ib_qp_unmap(qp);
 	iwarp_qp_put(qp->qp);
 	iwarp_ctx_put(qp->ctx);
@@ -760,6 +814,352 @@ static int iwarp_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (wr)
 		return -EINVAL;
 	return iwarp_qp_doorbell_qp(qp->qp, IWARP_DB_SQ);
+}
+
+/* ------------------------------------------------------------------ iw_cm */
+
+/* Under rcu_read_lock(): the QP @qpn of this device, or NULL. */
+static struct iwarp_ib_qp *iwarp_ib_qp_rcu(struct ib_device *ibdev, u32 qpn)
+{
+	struct iwarp_ib_qp *qp = iwarp_qp_front_rcu(qpn);
+
+	return qp && qp->base.device == ibdev ? qp : NULL;
+}
+
+/*
+ * Called by iw_cm under its cm_id's spinlock, always followed by
+ * iw_add_ref(): the reference is taken here, where the QP is known to be
+ * alive (destroy_qp unpublishes it, waits for RCU readers, then for the
+ * references), and iw_add_ref() has nothing left to do. True of 6.1 and
+ * 6.12, the only callers being iw_cm_connect() and iw_cm_accept().
+ */
+static struct ib_qp *iwarp_ib_iw_get_qp(struct ib_device *ibdev, int qpn)
+{
+	struct iwarp_ib_qp *qp;
+
+	rcu_read_lock();
+	qp = iwarp_ib_qp_rcu(ibdev, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->iw_refs))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp ? &qp->base : NULL;
+}
+
+static void iwarp_ib_iw_add_ref(struct ib_qp *ibqp)
+{
+}
+
+static void iwarp_ib_iw_rem_ref(struct ib_qp *ibqp)
+{
+	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
+
+	if (refcount_dec_and_test(&qp->iw_refs))
+		complete(&qp->iw_done);
+}
+
+/*
+ * An event to iw_cm. It takes only its cm_id's lock and GFP_ATOMIC
+ * memory (for private data): fine under the sink_lock. The lengths it
+ * carries are a u8 each.
+ */
+static int iwarp_ib_cm_up(struct iwarp_ib_cm *cm, struct iwarp_conn *conn,
+			  enum iw_cm_event_type type, int status, const u8 *pdata, u16 pd_len)
+{
+	struct iwarp_cm_info info;
+	struct iw_cm_event ev = {
+		.event = type,
+		.status = status,
+		.private_data = (void *)pdata,
+		.private_data_len = min_t(u16, pd_len, U8_MAX),
+	};
+	int err;
+
+	iwarp_cm_info(conn, &info);
+	memcpy(&ev.local_addr, &info.local, sizeof(ev.local_addr));
+	memcpy(&ev.remote_addr, &info.peer, sizeof(ev.remote_addr));
+	if (type == IW_CM_EVENT_CONNECT_REQUEST) {
+		/* The initiator's, as the listener's user reads them. */
+		ev.ird = min_t(u32, info.req_ird, U8_MAX);
+		ev.ord = min_t(u32, info.req_ord, U8_MAX);
+		ev.provider_data = conn;
+	} else if (type == IW_CM_EVENT_CONNECT_REPLY || type == IW_CM_EVENT_ESTABLISHED) {
+		ev.ird = min_t(u32, info.ird, U8_MAX);
+		ev.ord = min_t(u32, info.ord, U8_MAX);
+	}
+	err = cm->cm_id->event_handler(cm->cm_id, &ev);
+	if (err && ev.private_data_len) {
+		/* No memory for the private data: the event matters more. */
+		ev.private_data = NULL;
+		ev.private_data_len = 0;
+		err = cm->cm_id->event_handler(cm->cm_id, &ev);
+	}
+	return err;
+}
+
+/*
+ * The end of a connection, once: what iw_cm still waits for. An active
+ * cm_id waits for its CONNECT_REPLY, a passive one for its ESTABLISHED
+ * (it BUG()s on a CLOSE before either), and one that is up for its CLOSE
+ * (one that got an error reply must get nothing more). Three events at
+ * most per connection: iw_cm keeps three work entries for an accepted
+ * one, four for a connecting one.
+ */
+static void iwarp_ib_cm_end(struct iwarp_ib_cm *cm, struct iwarp_conn *conn, bool disconnect)
+{
+	if (cm->closed || cm->kind == IWARP_IB_CM_LISTEN)
+		return;
+	cm->closed = true;
+	if (cm->kind == IWARP_IB_CM_ACTIVE && !cm->replied) {
+		cm->replied = true;
+		iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_CONNECT_REPLY, -ECONNRESET, NULL, 0);
+		return;
+	}
+	if (cm->kind == IWARP_IB_CM_PASSIVE && !cm->up) {
+		/* A P2P responder whose RTR never came, or an accept that failed late. */
+		cm->up = true;
+		iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	}
+	if (!cm->up)
+		return;
+	if (disconnect)
+		iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_DISCONNECT, 0, NULL, 0);
+	iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_CLOSE, 0, NULL, 0);
+}
+
+static void iwarp_ib_cm_event(struct iwarp_conn *conn, void *priv, u32 type, s32 status,
+			      const u8 *pdata, u16 pd_len)
+{
+	struct iwarp_ib_cm *cm = priv;
+
+	switch (type) {
+	case IWARP_EVENT_CONNECT_REQUEST:
+		/* The child cm_id's provider_data holds a reference. */
+		iwarp_cm_get(conn);
+		if (iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_CONNECT_REQUEST, 0, pdata, pd_len)) {
+			/* iw_cm has no room for it (its backlog): refused. */
+			iwarp_cm_close_later(conn);
+			iwarp_cm_put(conn);
+		}
+		break;
+	case IWARP_EVENT_ESTABLISHED:
+		if (cm->kind == IWARP_IB_CM_ACTIVE && !cm->replied) {
+			cm->replied = true;
+			cm->up = true;
+			iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_CONNECT_REPLY, 0, pdata, pd_len);
+		} else if (cm->kind == IWARP_IB_CM_PASSIVE && !cm->up) {
+			cm->up = true;
+			iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+		}
+		break;
+	case IWARP_EVENT_REJECTED:
+	case IWARP_EVENT_UNREACHABLE:
+		if (cm->kind == IWARP_IB_CM_ACTIVE && !cm->replied) {
+			cm->replied = true;
+			cm->closed = true;
+			iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_CONNECT_REPLY,
+				       type == IWARP_EVENT_REJECTED ? -ECONNREFUSED :
+				       status ?: -ECONNRESET, pdata, pd_len);
+		}
+		break;
+	case IWARP_EVENT_DISCONNECTED:
+		iwarp_ib_cm_end(cm, conn, true);
+		break;
+	}
+}
+
+static void iwarp_ib_cm_detach(struct iwarp_conn *conn, void *priv)
+{
+	struct iwarp_ib_cm *cm = priv;
+
+	iwarp_ib_cm_end(cm, conn, false);
+	cm->cm_id->rem_ref(cm->cm_id);
+	kfree(cm);
+}
+
+static const struct iwarp_cm_sink_ops iwarp_ib_cm_sink = {
+	.event = iwarp_ib_cm_event,
+	.detach = iwarp_ib_cm_detach,
+};
+
+static struct iwarp_ib_cm *iwarp_ib_cm_new(struct iw_cm_id *id, u8 kind)
+{
+	struct iwarp_ib_cm *cm = kzalloc(sizeof(*cm), GFP_KERNEL);
+
+	if (cm) {
+		cm->cm_id = id;
+		cm->kind = kind;
+		id->add_ref(id);
+	}
+	return cm;
+}
+
+/* Before the sink took it: the cm_id's reference goes with it. */
+static void iwarp_ib_cm_free(struct iwarp_ib_cm *cm)
+{
+	cm->cm_id->rem_ref(cm->cm_id);
+	kfree(cm);
+}
+
+static void iwarp_ib_cm_params(struct iwarp_cm_params *p, const struct iw_cm_conn_param *param)
+{
+	memset(p, 0, sizeof(*p));
+	p->transport = IWARP_TRANSPORT_TCP;
+	p->set = IWARP_LINK_SET_IRD | IWARP_LINK_SET_ORD;
+	p->ird = min_t(u32, param->ird, IWARP_LINK_RD_MAX);
+	p->ord = min_t(u32, param->ord, IWARP_LINK_RD_MAX);
+	p->pdata = param->private_data;
+	p->pd_len = param->private_data_len;
+}
+
+/*
+ * The QP iw_cm holds a reference to for this call (iw_get_qp() before
+ * it): alive until that reference goes.
+ */
+static struct iwarp_ib_qp *iwarp_ib_iw_qp(struct iw_cm_id *id, u32 qpn)
+{
+	struct iwarp_ib_qp *qp;
+
+	rcu_read_lock();
+	qp = iwarp_ib_qp_rcu(id->device, qpn);
+	rcu_read_unlock();
+	return qp;
+}
+
+/*
+ * An active connection of the QP: a TCP connection from the QP's
+ * context's network namespace to the peer, with the MPA parameters of
+ * the link its route leaves by. Its events come through the sink.
+ */
+static int iwarp_ib_iw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
+{
+	struct iwarp_ib_qp *qp = iwarp_ib_iw_qp(id, param->qpn);
+	struct iwarp_cm_params p;
+	struct iwarp_ib_cm *cm;
+	int err;
+
+	if (!qp)
+		return -EINVAL;
+	cm = iwarp_ib_cm_new(id, IWARP_IB_CM_ACTIVE);
+	if (!cm)
+		return -ENOMEM;
+	iwarp_ib_cm_params(&p, param);
+	err = iwarp_cm_connect_sink(qp->qp, &id->m_remote_addr, &p, &iwarp_ib_cm_sink, cm);
+	if (err)
+		iwarp_ib_cm_free(cm);
+	return err;
+}
+
+/* The request CONNECT_REQUEST gave the cm_id, and its reference. */
+static struct iwarp_conn *iwarp_ib_iw_req(struct iw_cm_id *id)
+{
+	struct iwarp_conn *req = id->provider_data;
+
+	id->provider_data = NULL;
+	return req;
+}
+
+static int iwarp_ib_iw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
+{
+	struct iwarp_ib_qp *qp = iwarp_ib_iw_qp(id, param->qpn);
+	struct iwarp_conn *req = iwarp_ib_iw_req(id);
+	struct iwarp_cm_params p;
+	struct iwarp_ib_cm *cm = NULL;
+	int err = -EINVAL;
+
+	if (!req)
+		return -EINVAL;
+	if (qp)
+		cm = iwarp_ib_cm_new(id, IWARP_IB_CM_PASSIVE);
+	if (qp && !cm)
+		err = -ENOMEM;
+	if (cm) {
+		iwarp_ib_cm_params(&p, param);
+		err = iwarp_cm_accept_sink(req, qp->qp, &p, &iwarp_ib_cm_sink, cm);
+		if (err)
+			iwarp_ib_cm_free(cm);
+	}
+	/* iw_cm will not answer it again: a request left pending would wait for nobody. */
+	if (err)
+		iwarp_cm_close(req);
+	iwarp_cm_put(req);
+	return err;
+}
+
+static int iwarp_ib_iw_reject(struct iw_cm_id *id, const void *pdata, u8 pd_len)
+{
+	struct iwarp_conn *req = iwarp_ib_iw_req(id);
+
+	if (!req)
+		return 0;
+	iwarp_cm_reject_req(req, pdata, pd_len);
+	iwarp_cm_put(req);
+	return 0;
+}
+
+/*
+ * A listener in the device's context (its netdev's network namespace).
+ * On a wildcard address it is bound to the device, as siw's is, so each
+ * device of a namespace (ours and siw's) listens on the port for itself.
+ */
+static int iwarp_ib_iw_create_listen(struct iw_cm_id *id, int backlog)
+{
+	struct iwarp_ibdev *iwdev = to_iwdev(id->device);
+	struct sockaddr_storage addr = id->m_local_addr;
+	struct iwarp_conn *lsn;
+	struct iwarp_ib_cm *cm;
+	int err;
+
+	cm = iwarp_ib_cm_new(id, IWARP_IB_CM_LISTEN);
+	if (!cm)
+		return -ENOMEM;
+	err = iwarp_cm_listen_sink(iwdev->kctx, &addr, max(backlog, 1), iwdev->netdev->ifindex,
+				   &iwarp_ib_cm_sink, cm, &lsn);
+	if (err) {
+		iwarp_ib_cm_free(cm);
+		return err;
+	}
+	id->provider_data = lsn;
+	return 0;
+}
+
+/* Its requests not yet answered are refused; the detach drops the cm_id. */
+static int iwarp_ib_iw_destroy_listen(struct iw_cm_id *id)
+{
+	struct iwarp_conn *lsn = id->provider_data;
+
+	id->provider_data = NULL;
+	if (lsn) {
+		iwarp_cm_close(lsn);
+		iwarp_cm_put(lsn);
+	}
+	return 0;
+}
+
+/*
+ * Kernel verbs the core requires of a device rdma_cm serves: none are
+ * implemented yet (stage 3), so a kernel user fails at its first call
+ * (ib_alloc_pd: EOPNOTSUPP); user CQs and QPs never reach these.
+ */
+static int iwarp_ib_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
+{
+	return -EOPNOTSUPP;
+}
+
+static int iwarp_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	return -EOPNOTSUPP;
+}
+
+static int iwarp_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			      const struct ib_recv_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EOPNOTSUPP;
+}
+
+static struct ib_mr *iwarp_ib_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
 }
 
 /*
@@ -862,6 +1262,12 @@ static void iwarp_ib_dealloc_driver(struct ib_device *ibdev)
 	mutex_unlock(&iwarp_links_lock);
 	rtnl_unlock();
 
+	/*
+	 * rdma_cm and iw_cm destroyed their listeners on removal, and uverbs
+	 * the QPs of accepted connections: this closes what is left.
+	 */
+	if (iwdev->kctx)
+		iwarp_ctx_close(iwdev->kctx);
 	netdev_put(iwdev->netdev, &iwdev->dev_tracker);
 	get_device(&ibdev->dev);
 	queue_work(iwarp_ibdev_wq, &iwdev->reap_work);
@@ -910,16 +1316,28 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	.destroy_qp = iwarp_ib_destroy_qp,
 	.disassociate_ucontext = iwarp_ib_disassociate_ucontext,
 	.enable_driver = iwarp_ib_enable_driver,
+	.get_dma_mr = iwarp_ib_get_dma_mr,
 	.get_netdev = iwarp_ib_get_netdev,
 	.get_port_immutable = iwarp_ib_get_port_immutable,
+	.iw_accept = iwarp_ib_iw_accept,
+	.iw_add_ref = iwarp_ib_iw_add_ref,
+	.iw_connect = iwarp_ib_iw_connect,
+	.iw_create_listen = iwarp_ib_iw_create_listen,
+	.iw_destroy_listen = iwarp_ib_iw_destroy_listen,
+	.iw_get_qp = iwarp_ib_iw_get_qp,
+	.iw_reject = iwarp_ib_iw_reject,
+	.iw_rem_ref = iwarp_ib_iw_rem_ref,
 	.mmap = iwarp_ib_mmap,
 	.mmap_free = iwarp_ib_mmap_free,
 	.modify_qp = iwarp_ib_modify_qp,
+	.poll_cq = iwarp_ib_poll_cq,
+	.post_recv = iwarp_ib_post_recv,
 	.post_send = iwarp_ib_post_send,
 	.query_device = iwarp_ib_query_device,
 	.query_gid = iwarp_ib_query_gid,
 	.query_port = iwarp_ib_query_port,
 	.query_qp = iwarp_ib_query_qp,
+	.req_notify_cq = iwarp_ib_req_notify_cq,
 	.reg_user_mr = iwarp_ib_reg_user_mr,
 
 	INIT_RDMA_OBJ_SIZE(ib_cq, iwarp_ib_cq, base),
@@ -1069,6 +1487,12 @@ static struct iwarp_ibdev *iwarp_ibdev_alloc(struct net_device *dev, u32 index)
 	iwdev->netdev = dev;
 	netdev_hold(dev, &iwdev->dev_tracker, GFP_KERNEL);
 	iwdev->link_index = index;
+	/* iw_cm's listeners and what they accept: in the netdev's namespace. */
+	iwdev->kctx = iwarp_ctx_alloc_kernel(dev_net(dev));
+	if (!iwdev->kctx) {
+		ib_dealloc_device(ibdev);
+		return NULL;
+	}
 
 	/*
 	 * The GID is the MAC (an iWARP port has no other address); a netdev

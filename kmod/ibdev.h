@@ -129,6 +129,7 @@
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
+struct iwarp_ctx;
 struct iwarp_link;
 
 /*
@@ -156,6 +157,7 @@ struct iwarp_ibdev {
 	u16 speed;			/* enum ib_port_speed */
 	u8 width;			/* enum ib_port_width */
 	atomic_t npd;
+	struct iwarp_ctx *kctx;		/* iw_cm's listeners, until dealloc_driver */
 	struct work_struct unreg_work;	/* detach: the link is gone */
 	struct work_struct reap_work;	/* dealloc_driver: the device is gone */
 };

@@ -52,6 +52,14 @@ void iwarp_qp_put(struct iwarp_qp *qp)
 }
 EXPORT_SYMBOL_GPL(iwarp_qp_put);
 
+void *iwarp_qp_front_rcu(u32 id)
+{
+	struct iwarp_qp *qp = xa_load(&iwarp_qp_index, id);
+
+	return qp ? READ_ONCE(qp->front) : NULL;
+}
+EXPORT_SYMBOL_GPL(iwarp_qp_front_rcu);
+
 struct iwarp_qp *iwarp_qp_get(struct iwarp_ctx *ctx, u32 id)
 {
 	struct iwarp_qp *qp;
@@ -288,6 +296,23 @@ void iwarp_qp_set_error(struct iwarp_qp *qp)
 	iwarp_conn_put(conn);
 }
 EXPORT_SYMBOL_GPL(iwarp_qp_set_error);
+
+int iwarp_qp_disconnect(struct iwarp_qp *qp)
+{
+	struct iwarp_conn *conn;
+
+	spin_lock_bh(&iwarp_qp_conn_lock);
+	conn = qp->conn;
+	if (conn)
+		iwarp_conn_get(conn);
+	spin_unlock_bh(&iwarp_qp_conn_lock);
+	if (!conn)
+		return -ENOTCONN;
+	iwarp_conn_close(conn, false);
+	iwarp_conn_put(conn);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(iwarp_qp_disconnect);
 
 /*
  * The connection a doorbell of @queue of @qp runs, with a reference, or

@@ -45,6 +45,12 @@ struct iwarp_qp {
 	struct mutex idle_lock;
 	u32 sq_pos;
 	u32 rq_pos;
+	/*
+	 * The front end's object (iwarp_rdma.ko's ib_qp), WRITE_ONCE: set
+	 * after creation, cleared before the front end lets it go, which
+	 * then waits for an RCU grace period (iwarp_qp_front_rcu()).
+	 */
+	void *front;
 	struct rcu_head rcu;
 };
 
@@ -75,6 +81,12 @@ void iwarp_qp_put(struct iwarp_qp *qp);
  * error, flushes) in the caller. Process context.
  */
 int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue);
+/*
+ * Under rcu_read_lock(), in any context: the front-end object of QP @id
+ * (module-wide), or NULL. It stays valid until rcu_read_unlock().
+ */
+void *iwarp_qp_front_rcu(u32 id);
+
 /* The same for a QP the caller holds a reference to. */
 int iwarp_qp_doorbell_qp(struct iwarp_qp *qp, u32 queue);
 
@@ -85,5 +97,11 @@ int iwarp_qp_doorbell_qp(struct iwarp_qp *qp, u32 queue);
  * Process context; the caller holds a reference.
  */
 void iwarp_qp_set_error(struct iwarp_qp *qp);
+/*
+ * Closes @qp's connection in order (its FIN after what was sent; the QP
+ * then goes to error and flushes, as any close does): -ENOTCONN without
+ * one. Process context; the caller holds a reference.
+ */
+int iwarp_qp_disconnect(struct iwarp_qp *qp);
 
 #endif /* _IWARP_QP_H */
