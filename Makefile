@@ -262,7 +262,7 @@ test-debug: kmod-kdebug go opcheck connrate ibvmr
 # scripts/k612.sh installs its image, headers and linux-source-6.12 (siw)
 # when missing; the module builds into build/iwarp-<version>.ko; test-k612
 # runs K612_RUN of the VM suite on it (all of it with K612_RUN=.).
-K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestRDMACoreDevice|TestMalformed|TestPerf.*|TestSCTP.*)$$
+K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestRDMACoreDevice|TestRDMACoreRping|TestMalformed|TestPerf.*|TestSCTP.*)$$
 # What `make test` runs on 6.12 after the whole suite on 6.1: load and
 # unload, links, the RDMA matrix, the RDMA-core device, malformed traffic,
 # perf against siw and TCP, the siw interop cells, DDP over SCTP,
