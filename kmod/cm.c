@@ -102,7 +102,10 @@ static void iwarp_conn_linger_work(struct work_struct *work)
 	struct iwarp_conn *conn = container_of(to_delayed_work(work), struct iwarp_conn,
 					       linger_work);
 
-	pr_debug("cm %u: the peer did not close after the QP error\n", conn->id);
+	if (READ_ONCE(conn->rtr_wait))
+		pr_debug("cm %u: no RTR from the initiator in time\n", conn->id);
+	else
+		pr_debug("cm %u: the peer did not close after the QP error\n", conn->id);
 	iwarp_conn_close(conn, true);
 	iwarp_conn_put(conn);		/* the work's */
 }
@@ -713,11 +716,35 @@ void iwarp_cm_close(struct iwarp_conn *conn)
 }
 EXPORT_SYMBOL_GPL(iwarp_cm_close);
 
+void iwarp_cm_flush(void)
+{
+	flush_workqueue(iwarp_wq);
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_flush);
+
 void iwarp_cm_close_later(struct iwarp_conn *conn)
 {
 	iwarp_cm_close_async(conn);
 }
 EXPORT_SYMBOL_GPL(iwarp_cm_close_later);
+
+struct iwarp_conn *iwarp_cm_req_find(struct iwarp_ctx *ctx, u32 id)
+{
+	struct iwarp_conn *conn = iwarp_conn_lookup(ctx, id);
+
+	if (conn && conn->kind != IWARP_CM_KIND_PASSIVE) {
+		iwarp_conn_put(conn);
+		conn = NULL;
+	}
+	return conn;
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_req_find);
+
+u32 iwarp_cm_id(const struct iwarp_conn *conn)
+{
+	return conn->id;
+}
+EXPORT_SYMBOL_GPL(iwarp_cm_id);
 
 void iwarp_cm_get(struct iwarp_conn *conn)
 {
@@ -884,10 +911,22 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 	conn->mulpdu = iwp_mulpdu(tcp_sk(sk)->mss_cache, conn->res.markers_tx);
 	release_sock(sk);
 	if (conn->res.p2p) {
-		if (conn->kind == IWARP_CM_KIND_ACTIVE)
+		if (conn->kind == IWARP_CM_KIND_ACTIVE) {
 			conn->rtr_pending = true;
-		else
+		} else {
 			conn->rtr_wait = true;
+			/*
+			 * The initiator sends its RTR first thing: one that
+			 * does not within the MPA deadline is closed (an
+			 * owner waiting for ESTABLISHED, iw_cm's close among
+			 * them, would wait for as long as the peer liked).
+			 * The receive path cancels it (iwarp_cm_rtr_received()).
+			 */
+			iwarp_conn_get(conn);
+			if (!queue_delayed_work(iwarp_wq, &conn->linger_work,
+						msecs_to_jiffies(IWARP_CM_REQ_TIMEOUT_MS)))
+				iwarp_conn_put(conn);
+		}
 	} else if (conn->kind == IWARP_CM_KIND_PASSIVE &&
 		   READ_ONCE(iwarp_mpa_responder_waits)) {
 		conn->fpdu_wait = true;		/* MPA-39 */
@@ -923,6 +962,9 @@ int iwarp_conn_start_fpdu(struct iwarp_conn *conn)
 
 void iwarp_cm_rtr_received(struct iwarp_conn *conn)
 {
+	/* The RTR deadline (a QP error's linger cannot be queued yet: no error before this). */
+	if (cancel_delayed_work(&conn->linger_work))
+		iwarp_conn_put(conn);
 	iwarp_conn_set_state(conn, IWARP_CM_STATE_ESTABLISHED);
 	iwarp_cm_event(conn, IWARP_EVENT_ESTABLISHED, 0, 0, NULL, 0);
 }

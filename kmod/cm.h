@@ -99,7 +99,21 @@ int iwarp_cm_reject_req(struct iwarp_conn *req, const u8 *pdata, u16 pd_len);
 void iwarp_cm_close(struct iwarp_conn *conn);
 /* The same from any context (a sink's event): a work does it. */
 void iwarp_cm_close_later(struct iwarp_conn *conn);
+/*
+ * Waits for the closes and lingers queued so far: a front end's module
+ * exit, once all its connections are closed, so no detach of a close
+ * that a work began is still in its text (a second close returns early).
+ */
+void iwarp_cm_flush(void);
 void iwarp_cm_info(struct iwarp_conn *conn, struct iwarp_cm_info *info);
+/*
+ * A request's id, and the request of @ctx with that id again, with a
+ * reference (NULL once it is gone): what a front end hands on instead of
+ * a reference that could be dropped on the floor. Ids are allocated
+ * cyclically in 32 bits.
+ */
+u32 iwarp_cm_id(const struct iwarp_conn *conn);
+struct iwarp_conn *iwarp_cm_req_find(struct iwarp_ctx *ctx, u32 id);
 void iwarp_cm_get(struct iwarp_conn *conn);
 void iwarp_cm_put(struct iwarp_conn *conn);
 

@@ -53,7 +53,8 @@ static void iwarp_ctx_release_ref(struct kref *ref)
 	xa_destroy(&ctx->cqs);
 	xa_destroy(&ctx->qps);
 	put_pid(ctx->owner);
-	put_net(ctx->net);
+	if (ctx->owner)
+		put_net(ctx->net);
 	mutex_destroy(&ctx->lock);
 	mutex_destroy(&ctx->read_lock);
 	kfree(ctx);
@@ -333,7 +334,13 @@ static struct iwarp_ctx *iwarp_ctx_new(struct net *net, struct pid *owner, bool 
 	init_waitqueue_head(&ctx->wait);
 	/* Nobody reads a front end's: nothing is queued. */
 	ctx->ev_dead = !events;
-	ctx->net = get_net(net);
+	/*
+	 * A process's context holds its namespace, as a socket does. A
+	 * front end's kernel context does not: its device would keep the
+	 * namespace, and the namespace the netdev and with it the device.
+	 * Its sockets hold it instead, while they exist.
+	 */
+	ctx->net = owner ? get_net(net) : net;
 	if (owner) {
 		ctx->owner = get_pid(owner);
 		/* open() runs in the opener's task: these are the file's f_cred. */

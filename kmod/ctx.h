@@ -47,7 +47,9 @@ struct pid;
 struct iwarp_ctx {
 	struct kref ref;
 	u32 id;				/* in iwarp_ctxs until closed */
-	struct net *net;		/* held: the opener's network namespace */
+	struct net *net;		/* the opener's network namespace: held, but
+					 * for a kernel context's (its sockets hold it)
+					 */
 	struct pid *owner;		/* held: the opener's thread group */
 	kuid_t uid;			/* the opener's effective uid, at open */
 	char comm[TASK_COMM_LEN];	/* the opener's, at open */
@@ -101,7 +103,9 @@ struct iwarp_ctx *iwarp_ctx_alloc_front(void);
 /*
  * A context of no process, in @net, that queues no events: a front end's
  * own (iwarp_rdma.ko's listeners and the connections they accept). Its
- * owner shows as pid 0, comm "iwarp_rdma".
+ * owner shows as pid 0, comm "iwarp_rdma". It holds no reference to @net:
+ * the caller makes sockets in it only while @net is alive (from a task
+ * of @net), and those sockets hold @net.
  */
 struct iwarp_ctx *iwarp_ctx_alloc_kernel(struct net *net);
 void iwarp_ctx_close(struct iwarp_ctx *ctx);

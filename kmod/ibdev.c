@@ -10,6 +10,7 @@
 #include <linux/etherdevice.h>
 #include <linux/ethtool.h>
 #include <linux/module.h>
+#include <linux/nsproxy.h>
 #include <linux/rtnetlink.h>
 #include <linux/sched/mm.h>
 #include <linux/wait.h>
@@ -105,6 +106,7 @@ struct iwarp_ib_cq {
 
 struct iwarp_ib_qp {
 	struct ib_qp base;
+	struct iwarp_ib_ucontext *uc;	/* outlives the QP (uverbs' order) */
 	struct iwarp_ctx *ctx;		/* held: the ucontext's */
 	struct iwarp_qp *qp;		/* held: the engine QP, siw layout */
 	struct iwarp_ib_mmap *sq_mmap;	/* its rings' keys, removed at destroy */
@@ -683,6 +685,7 @@ static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	iwarp_ib_qp_caps(eqp, &attr->cap);
 	ibqp->qp_num = eqp->id;
 	iwarp_ctx_get(uc->ctx);
+	qp->uc = uc;
 	qp->ctx = uc->ctx;
 	mutex_init(&qp->lock);
 	qp->state = IB_QPS_RESET;
@@ -881,7 +884,8 @@ static int iwarp_ib_cm_up(struct iwarp_ib_cm *cm, struct iwarp_conn *conn,
 		/* The initiator's, as the listener's user reads them. */
 		ev.ird = min_t(u32, info.req_ird, U8_MAX);
 		ev.ord = min_t(u32, info.req_ord, U8_MAX);
-		ev.provider_data = conn;
+		/* Its id, not a reference: iw_cm may drop the event (cm.h). */
+		ev.provider_data = (void *)(uintptr_t)iwarp_cm_id(conn);
 	} else if (type == IW_CM_EVENT_CONNECT_REPLY || type == IW_CM_EVENT_ESTABLISHED) {
 		ev.ird = min_t(u32, info.ird, U8_MAX);
 		ev.ord = min_t(u32, info.ord, U8_MAX);
@@ -933,13 +937,9 @@ static void iwarp_ib_cm_event(struct iwarp_conn *conn, void *priv, u32 type, s32
 
 	switch (type) {
 	case IWARP_EVENT_CONNECT_REQUEST:
-		/* The child cm_id's provider_data holds a reference. */
-		iwarp_cm_get(conn);
-		if (iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_CONNECT_REQUEST, 0, pdata, pd_len)) {
-			/* iw_cm has no room for it (its backlog): refused. */
+		/* iw_cm has no room for it (its backlog): refused. */
+		if (iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_CONNECT_REQUEST, 0, pdata, pd_len))
 			iwarp_cm_close_later(conn);
-			iwarp_cm_put(conn);
-		}
 		break;
 	case IWARP_EVENT_ESTABLISHED:
 		if (cm->kind == IWARP_IB_CM_ACTIVE && !cm->replied) {
@@ -1013,7 +1013,10 @@ static void iwarp_ib_cm_params(struct iwarp_cm_params *p, const struct iw_cm_con
 
 /*
  * The QP iw_cm holds a reference to for this call (iw_get_qp() before
- * it): alive until that reference goes.
+ * it): alive until that reference goes. iw_cm connects and accepts in
+ * the task of rdma_cm's user (ucma's write()), and QP numbers are
+ * anyone's to name: only a QP of the caller's own (its ucontext's mm)
+ * is used, or a user could connect another's QP to its own peer.
  */
 static struct iwarp_ib_qp *iwarp_ib_iw_qp(struct iw_cm_id *id, u32 qpn)
 {
@@ -1022,7 +1025,7 @@ static struct iwarp_ib_qp *iwarp_ib_iw_qp(struct iw_cm_id *id, u32 qpn)
 	rcu_read_lock();
 	qp = iwarp_ib_qp_rcu(id->device, qpn);
 	rcu_read_unlock();
-	return qp;
+	return qp && qp->uc->mm == current->mm ? qp : NULL;
 }
 
 /*
@@ -1049,13 +1052,16 @@ static int iwarp_ib_iw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *par
 	return err;
 }
 
-/* The request CONNECT_REQUEST gave the cm_id, and its reference. */
+/*
+ * The request CONNECT_REQUEST gave the cm_id (by id), with a reference,
+ * or NULL once it is gone; answered once.
+ */
 static struct iwarp_conn *iwarp_ib_iw_req(struct iw_cm_id *id)
 {
-	struct iwarp_conn *req = id->provider_data;
+	u32 req_id = (uintptr_t)id->provider_data;
 
 	id->provider_data = NULL;
-	return req;
+	return req_id ? iwarp_cm_req_find(to_iwdev(id->device)->kctx, req_id) : NULL;
 }
 
 static int iwarp_ib_iw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *param)
@@ -1100,6 +1106,12 @@ static int iwarp_ib_iw_reject(struct iw_cm_id *id, const void *pdata, u8 pd_len)
  * A listener in the device's context (its netdev's network namespace).
  * On a wildcard address it is bound to the device, as siw's is, so each
  * device of a namespace (ours and siw's) listens on the port for itself.
+ * rdma_cm in shared mode asks every device for a wildcard listen, from
+ * the caller's task: a caller of another namespace gets a listener that
+ * hears nothing (provider_data NULL), rather than one that would take
+ * the port from the device's namespace. A caller of the namespace also
+ * keeps it alive while the socket is made (the device's context holds
+ * no reference to it).
  */
 static int iwarp_ib_iw_create_listen(struct iw_cm_id *id, int backlog)
 {
@@ -1109,6 +1121,9 @@ static int iwarp_ib_iw_create_listen(struct iw_cm_id *id, int backlog)
 	struct iwarp_ib_cm *cm;
 	int err;
 
+	id->provider_data = NULL;
+	if (!net_eq(current->nsproxy->net_ns, dev_net(iwdev->netdev)))
+		return 0;
 	cm = iwarp_ib_cm_new(id, IWARP_IB_CM_LISTEN);
 	if (!cm)
 		return -ENOMEM;
@@ -1650,6 +1665,12 @@ static void __exit iwarp_ibdev_exit(void)
 	while (!wait_event_timeout(iwarp_ibdevs_wait, !atomic_read(&iwarp_nibdevs), 60 * HZ))
 		pr_warn("unload: waiting for %d RDMA devices to unregister (a uverbs call in flight)\n",
 			atomic_read(&iwarp_nibdevs));
+	/*
+	 * Every connection of ours is closed (with its QP or its device's
+	 * context), but a close an engine work began may still be in our
+	 * detach: wait for those works.
+	 */
+	iwarp_cm_flush();
 	/* The last works may still be returning: the workqueue's fence. */
 	destroy_workqueue(iwarp_ibdev_wq);
 }
