@@ -1177,21 +1177,32 @@ fail:
 	return err;
 }
 
-int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
-		    u32 *id, struct netlink_ext_ack *extack)
+/* A TCP listener of @ctx with its socket, not bound yet, or an ERR_PTR. */
+static struct iwarp_conn *iwarp_cm_listener_new(struct iwarp_ctx *ctx, sa_family_t family,
+						u32 backlog)
 {
 	struct iwarp_conn *lsn;
 	int err;
 
 	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
 	if (!lsn)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	lsn->backlog = backlog;
-	err = iwarp_cm_sock_new(lsn, addr->ss_family);
+	err = iwarp_cm_sock_new(lsn, family);
 	if (err) {
 		iwarp_conn_close(lsn, true);
-		return err;
+		return ERR_PTR(err);
 	}
+	return lsn;
+}
+
+int iwarp_cm_listen(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
+		    u32 *id, struct netlink_ext_ack *extack)
+{
+	struct iwarp_conn *lsn = iwarp_cm_listener_new(ctx, addr->ss_family, backlog);
+
+	if (IS_ERR(lsn))
+		return PTR_ERR(lsn);
 	return iwarp_cm_listen_sock(lsn, addr, NULL, backlog, id, extack);
 }
 
@@ -1212,15 +1223,9 @@ int iwarp_cm_listen_sink(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u
 
 	if (addr->ss_family != AF_INET && addr->ss_family != AF_INET6)
 		return -EAFNOSUPPORT;
-	lsn = iwarp_conn_alloc(ctx, IWARP_CM_KIND_LISTENER);
-	if (!lsn)
-		return -ENOMEM;
-	lsn->backlog = backlog;
-	err = iwarp_cm_sock_new(lsn, addr->ss_family);
-	if (err) {
-		iwarp_conn_close(lsn, true);
-		return err;
-	}
+	lsn = iwarp_cm_listener_new(ctx, addr->ss_family, backlog);
+	if (IS_ERR(lsn))
+		return PTR_ERR(lsn);
 	if (bound_ifindex && iwarp_cm_addr_any(addr)) {
 		err = sock_bindtoindex(lsn->sock->sk, bound_ifindex, true);
 		if (err) {

@@ -338,6 +338,21 @@ static struct iwarp_ib_ucontext *iwarp_ib_udata_uc(struct ib_udata *udata)
 	return rdma_udata_to_drv_context(udata, struct iwarp_ib_ucontext, base);
 }
 
+/*
+ * The caller's user context for an object that pins or charges memory:
+ * EOPNOTSUPP for a kernel caller (no kernel verbs yet), EPERM from any
+ * mm but the opener's (iwarp_ib_same_mm()).
+ */
+static int iwarp_ib_mem_uc(struct ib_udata *udata, struct iwarp_ib_ucontext **ucp)
+{
+	struct iwarp_ib_ucontext *uc = udata ? iwarp_ib_udata_uc(udata) : NULL;
+
+	if (!uc)
+		return -EOPNOTSUPP;
+	*ucp = uc;
+	return iwarp_ib_same_mm(uc);
+}
+
 static struct iwarp_ctx *iwarp_ib_udata_ctx(struct ib_udata *udata)
 {
 	struct iwarp_ib_ucontext *uc = iwarp_ib_udata_uc(udata);
@@ -416,15 +431,13 @@ static struct ib_mr *iwarp_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 len
 					  u64 virt_addr, int ib_access, struct ib_udata *udata)
 {
 	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
-	struct iwarp_ib_ucontext *uc = iwarp_ib_udata_uc(udata);
 	struct iwarp_ctx *ctx = pd->ctx;
+	struct iwarp_ib_ucontext *uc;
 	struct iwarp_ib_mr *mr;
 	u32 access, stag;
 	int err;
 
-	if (!uc)
-		return ERR_PTR(-EOPNOTSUPP);
-	err = iwarp_ib_same_mm(uc);
+	err = iwarp_ib_mem_uc(udata, &uc);
 	if (err)
 		return ERR_PTR(err);
 	if (virt_addr != start)
@@ -531,15 +544,13 @@ static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *
 			      struct ib_udata *udata)
 {
 	struct iwarp_ib_cq *cq = container_of(ibcq, struct iwarp_ib_cq, base);
-	struct iwarp_ib_ucontext *uc = udata ? iwarp_ib_udata_uc(udata) : NULL;
 	struct siw_uresp_create_cq uresp = {};
+	struct iwarp_ib_ucontext *uc;
 	struct iwarp_ib_mmap *entry;
 	struct iwarp_cq *ecq;
 	int err;
 
-	if (!uc)
-		return -EOPNOTSUPP;
-	err = iwarp_ib_same_mm(uc);
+	err = iwarp_ib_mem_uc(udata, &uc);
 	if (err)
 		return err;
 	if (attr->flags)
@@ -630,16 +641,14 @@ static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 			      struct ib_udata *udata)
 {
 	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
-	struct iwarp_ib_ucontext *uc = udata ? iwarp_ib_udata_uc(udata) : NULL;
 	struct iwarp_ib_pd *pd = container_of(ibqp->pd, struct iwarp_ib_pd, base);
 	struct siw_uresp_create_qp uresp = {};
 	struct iwarp_qp_init init = { .fmt = IWARP_QP_FMT_SIW };
+	struct iwarp_ib_ucontext *uc;
 	struct iwarp_qp *eqp;
 	int err;
 
-	if (!uc)
-		return -EOPNOTSUPP;
-	err = iwarp_ib_same_mm(uc);
+	err = iwarp_ib_mem_uc(udata, &uc);
 	if (err)
 		return err;
 	if (attr->qp_type != IB_QPT_RC || attr->srq || attr->create_flags)

@@ -18,46 +18,33 @@ import (
 //
 //	netns A: va 10.11.0.1 ── veth ── netns B: vb 10.11.0.2
 func TestRDMACoreRping(t *testing.T) {
-	for _, m := range rdmaUserModules {
-		run(t, "modprobe", m)
+	loadRDMACore(t)
+	// Who serves on va (netns A) and who connects from vb (netns B).
+	cases := []struct{ name, server, client string }{
+		{"iwarp-iwarp", "iwarp", "iwarp"},
+		{"siw-server", "siw", "iwarp"},
+		{"siw-client", "iwarp", "siw"},
 	}
-	if err := loadRDMAModule(); err != nil {
-		t.Fatal(err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.server == "siw" || c.client == "siw" {
+				loadSiw(t, "default")
+			}
+			tp := newTopology(t)
+			for _, end := range []struct{ kind, ns, netdev string }{
+				{c.server, tp.A, "va"}, {c.client, tp.B, "vb"},
+			} {
+				if end.kind == "siw" {
+					siwLinkAdd(t, end.ns, end.netdev)
+				} else {
+					rdmaIwarpAdd(t, end.ns, "iwrp_"+end.netdev, end.netdev)
+				}
+			}
+			for _, size := range []int{64, 4096, 65535} {
+				rdmaCoreRping(t, tp.A, tp.B, size)
+			}
+		})
 	}
-	t.Cleanup(func() {
-		if err := unloadRDMAModule(); err != nil {
-			t.Error(err)
-		}
-	})
-	sizes := []int{64, 4096, 65535}
-	t.Run("iwarp-iwarp", func(t *testing.T) {
-		tp := newTopology(t)
-		rdmaIwarpAdd(t, tp.A, "iwrp_a", "va")
-		rdmaIwarpAdd(t, tp.B, "iwrp_b", "vb")
-		for _, size := range sizes {
-			rdmaCoreRping(t, tp.A, tp.B, size)
-		}
-	})
-	// siw's server, our client.
-	t.Run("siw-server", func(t *testing.T) {
-		loadSiw(t, "default")
-		tp := newTopology(t)
-		siwLinkAdd(t, tp.A, "va")
-		rdmaIwarpAdd(t, tp.B, "iwrp_b", "vb")
-		for _, size := range sizes {
-			rdmaCoreRping(t, tp.A, tp.B, size)
-		}
-	})
-	// Our server, siw's client.
-	t.Run("siw-client", func(t *testing.T) {
-		loadSiw(t, "default")
-		tp := newTopology(t)
-		rdmaIwarpAdd(t, tp.A, "iwrp_a", "va")
-		siwLinkAdd(t, tp.B, "vb")
-		for _, size := range sizes {
-			rdmaCoreRping(t, tp.A, tp.B, size)
-		}
-	})
 }
 
 // rdmaCoreRping runs `rping -s` in netns a on TopoA4 and `rping -c` in

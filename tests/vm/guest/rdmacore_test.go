@@ -29,17 +29,7 @@ import (
 //
 //	netns A: va 10.11.0.1 ── veth ── netns B: vb 10.11.0.2   rdma link add … netdev vb
 func TestRDMACoreDevice(t *testing.T) {
-	for _, m := range rdmaUserModules {
-		run(t, "modprobe", m)
-	}
-	if err := loadRDMAModule(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := unloadRDMAModule(); err != nil {
-			t.Error(err)
-		}
-	})
+	loadRDMACore(t)
 	tp := newTopology(t)
 	b := tp.B
 
@@ -418,6 +408,23 @@ func rdmaIwarpAdd(t *testing.T, ns, name, netdev string) string {
 		waitRDMADevGone(t, name)
 	})
 	return name
+}
+
+// loadRDMACore loads the RDMA core's user-space modules and
+// iwarp_rdma.ko, which it unloads when the test ends.
+func loadRDMACore(t *testing.T) {
+	t.Helper()
+	for _, m := range rdmaUserModules {
+		run(t, "modprobe", m)
+	}
+	if err := loadRDMAModule(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := unloadRDMAModule(); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // rdmaJSON runs `rdma -j ARGS` in netns ns and decodes its list.
