@@ -65,6 +65,9 @@ func namedNetns(t *testing.T, names ...string) map[string]netns.NsHandle {
 	return handles
 }
 
+// topoIfindexA is va's interface index (newTopology).
+const topoIfindexA = 201
+
 // newTopology creates the two namespaces and the veth pair and removes them
 // when the test ends. It talks netlink itself: under emulation every exec
 // of ip costs a fifth of a second.
@@ -73,8 +76,15 @@ func newTopology(t *testing.T) *Topology {
 	id := fmt.Sprintf("iwtopo%d-%d", os.Getpid()%10000, topoSeq.Add(1))
 	tp := &Topology{t: t, A: id + "-a", B: id + "-b"}
 	handles := namedNetns(t, tp.A, tp.B)
+	// va takes an ifindex vb cannot have (vb gets 2, the first after
+	// lo in its fresh namespace). siw answers a wildcard rdma_listen
+	// with a listener per siw device in the listening namespace, bound
+	// to its netdev's ifindex as numbered in the netdev's own namespace:
+	// with both ends at 2, a siw device on vb would take the port on va
+	// in netns A and an iwarp device's listener there could not
+	// (EADDRINUSE, and rdma_listen fails).
 	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: "va", Namespace: netlink.NsFd(handles[tp.A])},
+		LinkAttrs:     netlink.LinkAttrs{Name: "va", Index: topoIfindexA, Namespace: netlink.NsFd(handles[tp.A])},
 		PeerName:      "vb",
 		PeerNamespace: netlink.NsFd(handles[tp.B]),
 	}
