@@ -28,12 +28,18 @@ struct iwarp_cm_params {
 	u32 timeout_ms;
 	const u8 *pdata;
 	u16 pd_len;
+	/*
+	 * Connect: bind the socket (TCP) or association (SCTP) to @local,
+	 * its address and, if not 0, its port (rdma_cm's choice), and for
+	 * IPv6 @v6only (rdma_cm's afonly).
+	 */
+	bool local_set;
+	bool v6only;
+	struct sockaddr_storage local;
 	/* DDP over SCTP (docs/SCTP.md 5.1) */
 	u8 transport;			/* IWARP_TRANSPORT_* */
 	bool sctp_new_assoc;		/* connect: no association reuse */
-	bool sctp_local_set;
 	u16 sctp_streams;		/* a new association's; 0: the default */
-	struct sockaddr_storage sctp_local;	/* connect: bind to it */
 };
 
 /* Listen on @addr; returns the listener's id, *addr gets the bound port. */
@@ -81,13 +87,14 @@ struct iwarp_cm_info {
  * success it gets every event of the object and then one detach.
  * Listen: on a wildcard address with @bound_ifindex, the socket is bound
  * to that device (SO_BINDTODEVICE), so listeners of several devices share
- * a port. Connect: @qp is the caller's to keep; the connection is in the
- * QP's context. Accept and reject take a request delivered by
- * CONNECT_REQUEST (the caller holds a reference).
+ * a port; @v6only on an IPv6 address hears IPv6 only. Connect: @qp is
+ * the caller's to keep; the connection is in the QP's context. Accept and
+ * reject take a request delivered by CONNECT_REQUEST (the caller holds a
+ * reference).
  */
 int iwarp_cm_listen_sink(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
-			 int bound_ifindex, const struct iwarp_cm_sink_ops *sink, void *priv,
-			 struct iwarp_conn **lsn);
+			 int bound_ifindex, bool v6only, const struct iwarp_cm_sink_ops *sink,
+			 void *priv, struct iwarp_conn **lsn);
 int iwarp_cm_connect_sink(struct iwarp_qp *qp, const struct sockaddr_storage *addr,
 			  const struct iwarp_cm_params *p, const struct iwarp_cm_sink_ops *sink,
 			  void *priv);

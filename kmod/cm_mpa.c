@@ -414,6 +414,32 @@ static int iwarp_cm_peer_len(const struct iwarp_conn *conn)
 						  sizeof(struct sockaddr_in);
 }
 
+/*
+ * The local end a front end asked for (rdma_cm's source address and port,
+ * which its peer and its user see as ours): reusable, as a listener's, so
+ * a port rdma_cm took back while TCP still keeps it in TIME_WAIT binds.
+ * A port in use by another connection of the same addresses fails the
+ * connect (EADDRINUSE).
+ */
+static int iwarp_cm_bind_local(struct iwarp_conn *conn)
+{
+	const struct iwarp_cm_params *p = &conn->params;
+	struct sock *sk = conn->sock->sk;
+	int err;
+
+	if (p->v6only && conn->peer.ss_family == AF_INET6) {
+		err = ip6_sock_set_v6only(sk);
+		if (err)
+			return err;
+	}
+	if (!p->local_set)
+		return 0;
+	if (p->local.ss_family != conn->peer.ss_family)
+		return -EAFNOSUPPORT;
+	sock_set_reuseaddr(sk);
+	return kernel_bind(conn->sock, (struct sockaddr *)&p->local, iwarp_cm_peer_len(conn));
+}
+
 /* The socket, hooked, and TCP's handshake started. */
 static int iwarp_cm_connect_start(struct iwarp_conn *conn)
 {
@@ -425,6 +451,8 @@ static int iwarp_cm_connect_start(struct iwarp_conn *conn)
 	if (!conn->mpa_buf)
 		return -ENOMEM;
 	err = iwarp_cm_sock_new(conn, conn->peer.ss_family);
+	if (!err)
+		err = iwarp_cm_bind_local(conn);
 	if (!err)
 		err = iwarp_cm_hook_exchange(conn);
 	if (err)
@@ -1214,8 +1242,8 @@ static bool iwarp_cm_addr_any(const struct sockaddr_storage *addr)
 }
 
 int iwarp_cm_listen_sink(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u32 backlog,
-			 int bound_ifindex, const struct iwarp_cm_sink_ops *sink, void *priv,
-			 struct iwarp_conn **lsnp)
+			 int bound_ifindex, bool v6only, const struct iwarp_cm_sink_ops *sink,
+			 void *priv, struct iwarp_conn **lsnp)
 {
 	struct iwarp_conn *lsn;
 	u32 id;
@@ -1226,12 +1254,14 @@ int iwarp_cm_listen_sink(struct iwarp_ctx *ctx, struct sockaddr_storage *addr, u
 	lsn = iwarp_cm_listener_new(ctx, addr->ss_family, backlog);
 	if (IS_ERR(lsn))
 		return PTR_ERR(lsn);
-	if (bound_ifindex && iwarp_cm_addr_any(addr)) {
+	err = 0;
+	if (v6only && addr->ss_family == AF_INET6)
+		err = ip6_sock_set_v6only(lsn->sock->sk);
+	if (!err && bound_ifindex && iwarp_cm_addr_any(addr))
 		err = sock_bindtoindex(lsn->sock->sk, bound_ifindex, true);
-		if (err) {
-			iwarp_conn_close(lsn, true);
-			return err;
-		}
+	if (err) {
+		iwarp_conn_close(lsn, true);
+		return err;
 	}
 	/* Before any request: the accept work runs once it is published. */
 	iwarp_cm_sink_set(lsn, sink, priv);

@@ -1055,6 +1055,10 @@ static int iwarp_ib_iw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *par
 	if (!cm)
 		return -ENOMEM;
 	iwarp_ib_cm_params(&p, param);
+	/* rdma_cm's source address and port: what its user and the peer see. */
+	p.local = id->m_local_addr;
+	p.local_set = true;
+	p.v6only = id->afonly;
 	err = iwarp_cm_connect_sink(qp->qp, &id->m_remote_addr, &p, &iwarp_ib_cm_sink, cm);
 	if (err)
 		iwarp_ib_cm_free(cm);
@@ -1137,7 +1141,7 @@ static int iwarp_ib_iw_create_listen(struct iw_cm_id *id, int backlog)
 	if (!cm)
 		return -ENOMEM;
 	err = iwarp_cm_listen_sink(iwdev->kctx, &addr, max(backlog, 1), iwdev->netdev->ifindex,
-				   &iwarp_ib_cm_sink, cm, &lsn);
+				   id->afonly, &iwarp_ib_cm_sink, cm, &lsn);
 	if (err) {
 		iwarp_ib_cm_free(cm);
 		return err;

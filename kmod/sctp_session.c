@@ -394,8 +394,8 @@ void iwarp_sctp_session_work(struct iwarp_conn *conn)
 		iwp_mpa_req_init(&conn->pol, &conn->req);
 		conn->req.pdata = conn->own_pd_len ? conn->own_pd : NULL;
 		conn->req.pd_len = conn->own_pd_len;
-		err = iwarp_assoc_join(conn, conn->params.sctp_local_set ?
-				       &conn->params.sctp_local : NULL,
+		err = iwarp_assoc_join(conn, conn->params.local_set ?
+				       &conn->params.local : NULL,
 				       conn->params.sctp_streams ?: IWARP_SCTP_STREAMS_DEFAULT,
 				       !conn->params.sctp_new_assoc);
 		if (err)

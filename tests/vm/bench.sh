@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # `make bench`: runs inside one guest (see tests/vm/cmd/bench). Measures
 # iperf3 (one TCP stream, and one SCTP association with --sctp), sockperf
-# (TCP ping-pong), sctpping (SCTP ping-pong), siw with perftest (-R) and
-# iwarp with iwarp-perf on two topologies in this one boot:
+# (TCP ping-pong), sctpping (SCTP ping-pong), siw with perftest (-R),
+# iwarp with iwarp-perf, and iwarp with perftest (-R) through libibverbs
+# (iwarp_rdma.ko's devices, the same binaries and arguments as siw's) on
+# two topologies in this one boot:
 #   veth:     namespaces bl and br joined by a veth pair (MTU 1500)
 #   loopback: one namespace bo with a dummy device (the loopback path)
 # Every measurement is one block on stdout, parsed by the host:
-#   @@run topo=T impl=tcp|sctp|ours|siw op=tcp|sctp|write|read|send|atomic size=N crc=on|off metric=bw|lat|rate
+#   @@run topo=T impl=tcp|sctp|ours|siw|verbs op=tcp|sctp|write|read|send|atomic size=N crc=on|off metric=bw|lat|rate
 #   ...the tool's own output...
 #   @@end rc=N
 # Environment: IWARP_REPO; IWARP_SIW_DEFAULT and IWARP_SIW_CRC (siw.ko as
@@ -53,6 +55,11 @@ if [ -n "$siw_default" ]; then
 	load_deps "$siw_default"
 	modprobe rdma_ucm
 fi
+# The verbs rows: iwarp_rdma.ko (RDMA devices on iwarp links) and the
+# RDMA core's user-space modules.
+verbs=0
+load_deps "$repo/build/iwarp_rdma.ko"
+modprobe ib_uverbs && modprobe rdma_ucm && insmod "$repo/build/iwarp_rdma.ko" && verbs=1
 
 # topo_up T: sets srv_ns, cli_ns, addr and the devices of topology T.
 topo_up() {
@@ -75,6 +82,7 @@ topo_up() {
 		ip netns exec br "$ctl" link add iwb dev vb
 		srv_ns=br srv_dev=vb cli_ns=bl addr=10.9.0.2
 		siw_devs="bl:va br:vb"
+		iw_links="bl:iwa:va br:iwb:vb"
 		;;
 	loopback)
 		ip netns add bo
@@ -85,6 +93,7 @@ topo_up() {
 		ip netns exec bo "$ctl" link add iwd dev d0
 		srv_ns=bo srv_dev=d0 cli_ns=bo addr=10.9.1.1
 		siw_devs="bo:d0"
+		iw_links="bo:iwd:d0"
 		;;
 	esac
 	sleep 1
@@ -102,6 +111,10 @@ topo_down() {
 siw_up() {
 	rmmod siw 2>/dev/null
 	insmod "$1" || return 1
+	siw_devs_add
+}
+
+siw_devs_add() {
 	i=0
 	for nd in $siw_devs; do
 		ip netns exec "${nd%%:*}" rdma link add "siw$i" type siw netdev "${nd#*:}" || return 1
@@ -109,13 +122,44 @@ siw_up() {
 	done
 }
 
-siw_down() {
+siw_devs_del() {
 	i=0
 	for nd in $siw_devs; do
 		rdma link delete "siw$i" 2>/dev/null
 		i=$((i + 1))
 	done
+}
+
+siw_down() {
+	siw_devs_del
 	rmmod siw 2>/dev/null
+}
+
+# verbs_up CRC: the topology's iwarp links, made by iwarpctl for
+# iwarp-perf, become RDMA devices of the same names (rdma link add: an
+# iwarp link that is also an RDMA device; a netdev has one link), with
+# MPA CRC asked on both ends for CRC on. No siw device may be on the
+# netdevs meanwhile: rdma_cm would pick either device of a netdev.
+verbs_up() {
+	for l in $iw_links; do
+		ns=${l%%:*} nd=${l##*:} name=${l#*:}
+		name=${name%%:*}
+		ip netns exec "$ns" "$ctl" link del "$name" || return 1
+		ip netns exec "$ns" rdma link add "$name" type iwarp netdev "$nd" || return 1
+		if [ "$1" = on ]; then
+			ip netns exec "$ns" "$ctl" link set "$name" crc on || return 1
+		fi
+	done
+}
+
+# verbs_down: the iwarp links as iwarpctl made them, back.
+verbs_down() {
+	for l in $iw_links; do
+		ns=${l%%:*} nd=${l##*:} name=${l#*:}
+		name=${name%%:*}
+		rdma link delete "$name" 2>/dev/null
+		ip netns exec "$ns" "$ctl" link add "$name" dev "$nd" || return 1
+	done
 }
 
 # block HEADER CMD...: runs CMD as one measurement block.
@@ -306,8 +350,46 @@ siw_lat() { # topo op size crc
 		"ib_$2_lat" -R -F -s "$3" -n "$lat_iters" "$addr"
 }
 
+# The verbs rows: perftest on iwarp's RDMA devices, as siw's rows run it.
+verbs_bw() { # topo op size crc
+	n=$(iters_for "$3")
+	block "topo=$1 impl=verbs op=$2 size=$3 crc=$4 metric=bw" \
+		pair 18515 "ib_$2_bw" -R -F --report_gbits -s "$3" -n "$n" -- \
+		"ib_$2_bw" -R -F --report_gbits -s "$3" -n "$n" "$addr"
+}
+
+verbs_lat() { # topo op size crc
+	block "topo=$1 impl=verbs op=$2 size=$3 crc=$4 metric=lat" \
+		pair 18515 "ib_$2_lat" -R -F -s "$3" -n "$lat_iters" -- \
+		"ib_$2_lat" -R -F -s "$3" -n "$lat_iters" "$addr"
+}
+
+# verbs_rows TOPO CRC SIW: one round of the verbs rows, siw's devices
+# (SIW 1) set aside meanwhile. The round comes right after the same
+# round's siw rows, so rounds alternate siw and verbs as ours and siw.
+verbs_rows() {
+	[ "$3" = 1 ] && siw_devs_del
+	if verbs_up "$2"; then
+		for op in write read send; do
+			for sz in $bw_sizes; do
+				verbs_bw "$1" $op "$sz" "$2"
+			done
+		done
+		for op in write read send; do
+			for sz in $lat_sizes; do
+				verbs_lat "$1" $op "$sz" "$2"
+			done
+		done
+	else
+		echo "@@note verbs: the RDMA devices could not be made on $1"
+	fi
+	verbs_down
+	[ "$3" = 1 ] && siw_devs_add
+}
+
 # run_rows TOPO CRC SIW: every row of one CRC setting, ours then siw's
-# (when SIW is 1: its build for that setting is loaded), round by round.
+# (when SIW is 1: its build for that setting is loaded), then the verbs
+# rows, round by round.
 # (sh has no locals: the loop variables are named apart from pair's.)
 run_rows() {
 	r=0
@@ -330,6 +412,7 @@ run_rows() {
 		# implements no RFC 7306 operation.
 		ours_lat "$1" atomic "$atomic_size" "$2"
 		ours_rate "$1" atomic "$atomic_size" "$2"
+		[ "$verbs" = 1 ] && verbs_rows "$1" "$2" "$3"
 		r=$((r + 1))
 	done
 }
@@ -357,5 +440,7 @@ for topo in veth loopback; do
 	siw_down
 	topo_down $topo
 done
+[ "$verbs" = 1 ] || echo "@@note iwarp_rdma.ko could not be loaded: no verbs rows"
+[ "$verbs" = 1 ] && rmmod iwarp_rdma
 rmmod iwarp
 echo "@@done"

@@ -89,7 +89,7 @@ func (r *benchRun) value() (float64, error) {
 		return iperf3Gbps(r.client)
 	case "ours", "ours-sctp":
 		return oursValue(r.client, r.metric)
-	case "siw":
+	case "siw", "verbs":
 		v, err := perftestValue(r.client, r.metric)
 		if err == nil && v == 0 && r.metric == "bw" {
 			// perftest's send_bw sender may print 0: the receiver counts.
@@ -261,8 +261,11 @@ type Row struct {
 	// OursSCTP is ours over SCTP (iwarp-perf --transport sctp) in the
 	// rows without CRC; absent elsewhere.
 	OursSCTP *float64 `json:"ours_sctp,omitempty"`
-	Unit     string   `json:"unit"`
-	Rounds   int      `json:"rounds"`
+	// Verbs is iwarp through libibverbs: perftest, as Siw's, on
+	// iwarp_rdma.ko's devices. Absent where not measured (atomic rows).
+	Verbs  *float64 `json:"verbs,omitempty"`
+	Unit   string   `json:"unit"`
+	Rounds int      `json:"rounds"`
 }
 
 // transportRow tells the raw transport rows (raw SCTP beside raw TCP).
@@ -304,8 +307,8 @@ func rows(runs []benchRun) ([]Row, []error) {
 		size                  int
 	}
 	type entry struct {
-		row                       Row
-		ours, siw, sctp, oursSCTP []float64
+		row                              Row
+		ours, siw, sctp, oursSCTP, verbs []float64
 	}
 	tcp := map[string][]float64{} // topo/metric/size -> Gb/s or µs
 	byKey := map[key]*entry{}
@@ -345,14 +348,16 @@ func rows(runs []benchRun) ([]Row, []error) {
 			e.sctp = append(e.sctp, v)
 		case "ours-sctp":
 			e.oursSCTP = append(e.oursSCTP, v)
+		case "verbs":
+			e.verbs = append(e.verbs, v)
 		}
 	}
 	out := make([]Row, 0, len(order))
 	for _, k := range order {
 		e := byKey[k]
 		row := e.row
-		row.Ours, row.Siw, row.OursSCTP = median(e.ours), median(e.siw), median(e.oursSCTP)
-		row.Rounds = max(len(e.ours), len(e.siw), len(e.sctp), len(e.oursSCTP))
+		row.Ours, row.Siw, row.OursSCTP, row.Verbs = median(e.ours), median(e.siw), median(e.oursSCTP), median(e.verbs)
+		row.Rounds = max(len(e.ours), len(e.siw), len(e.sctp), len(e.oursSCTP), len(e.verbs))
 		row.TCP = median(tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)])
 		if row.transportRow() {
 			row.SCTP = median(e.sctp)
@@ -415,11 +420,14 @@ func sizeText(n int) string {
 // still ours/other: below 1 means ours is faster. A figure missing is "-"
 // (not measured, or every run failed), siw's in a row of an operation siw
 // does not implement "n/a", and so its ratio, explained under the table.
-// The raw transport rows follow in a table of their own: SCTP beside TCP
-// and SCTP/TCP.
+// The rows measured through libibverbs follow: perftest on iwarp's RDMA
+// devices beside perftest on siw (the same binaries) and iwarp-perf on
+// iwarp (the userlib path). The raw transport rows follow in a table of
+// their own: SCTP beside TCP and SCTP/TCP.
 func table(rs []Row) string {
 	var b strings.Builder
 	na := false
+	var verbs []Row
 	fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
 		"TOPO", "OP", "SIZE", "CRC", "KIND", "OURS", "SIW", "TCP", "OURS/SIW", "OURS/TCP", "UNIT")
 	var raw, overSCTP []Row
@@ -431,6 +439,9 @@ func table(rs []Row) string {
 		if r.OursSCTP != nil {
 			overSCTP = append(overSCTP, r)
 		}
+		if r.Verbs != nil {
+			verbs = append(verbs, r)
+		}
 		siw, oursSiw := figure(r.Siw), ratio(r.Ours, r.Siw)
 		if r.Siw == nil && !siwImplements(r.Op) {
 			siw, oursSiw, na = "n/a", "n/a", true
@@ -441,6 +452,16 @@ func table(rs []Row) string {
 	}
 	if na {
 		b.WriteString("n/a: siw implements no RFC 7306 operation (atomic: FetchAdd)\n")
+	}
+	if len(verbs) > 0 {
+		fmt.Fprintf(&b, "\n%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
+			"TOPO", "OP", "SIZE", "CRC", "KIND", "VERBS", "SIW", "OURS", "VERBS/SIW", "VERBS/OURS", "UNIT")
+		for _, r := range verbs {
+			fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
+				r.Topo, r.Op, sizeText(r.Size), r.CRC, r.Metric, figure(r.Verbs), figure(r.Siw), figure(r.Ours),
+				ratio(r.Verbs, r.Siw), ratio(r.Verbs, r.Ours), r.Unit)
+		}
+		b.WriteString("VERBS: perftest through libibverbs on iwarp's RDMA devices; SIW: the same on siw; OURS: iwarp-perf\n")
 	}
 	if len(overSCTP) > 0 {
 		// Raw SCTP at the same size and kind, where it was measured.

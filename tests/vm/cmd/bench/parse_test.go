@@ -502,3 +502,51 @@ func tableHas(t *testing.T, tab string, lines ...string) {
 		}
 	}
 }
+
+// The verbs rows: perftest on iwarp's RDMA devices, read as siw's
+// (send_bw's receiver counting when the sender printed 0), beside siw and
+// ours in a table of their own; rounds count them too.
+func TestVerbsRows(t *testing.T) {
+	block := func(header, client, server string) string {
+		return "@@run " + header + "\n" + client + "@@server\n" + server + "@@end rc=0\n"
+	}
+	pt := func(gbps string) string {
+		return " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+			" 65536      512             0.50               " + gbps + "   		   0.000553\n"
+	}
+	lat := " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]\n" +
+		" 8       1000          25.10          300.2        41.00              45.11\n"
+	out := "@@topo veth\n" +
+		block("topo=veth impl=ours op=write size=65536 crc=off metric=bw", `{"role":"client","gbps":1.2}`+"\n", "") +
+		block("topo=veth impl=siw op=write size=65536 crc=off metric=bw", pt("0.40"), "") +
+		block("topo=veth impl=verbs op=write size=65536 crc=off metric=bw", pt("0.90"), "") +
+		block("topo=veth impl=verbs op=write size=65536 crc=off metric=bw", pt("1.10"), "") +
+		block("topo=veth impl=verbs op=send size=65536 crc=on metric=bw", pt("0.00"), pt("0.70")) +
+		block("topo=veth impl=verbs op=write size=8 crc=off metric=lat", lat, "") +
+		"@@done\n"
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	var got []string
+	for _, r := range rs {
+		b, _ := json.Marshal(r)
+		got = append(got, string(b))
+	}
+	want := []string{
+		`{"topo":"veth","op":"write","size":65536,"crc":"off","metric":"bw","ours":1.2,"siw":0.4,"tcp":null,"verbs":1,"unit":"Gb/s","rounds":2}`,
+		`{"topo":"veth","op":"send","size":65536,"crc":"on","metric":"bw","ours":null,"siw":null,"tcp":null,"verbs":0.7,"unit":"Gb/s","rounds":1}`,
+		`{"topo":"veth","op":"write","size":8,"crc":"off","metric":"lat","ours":null,"siw":null,"tcp":null,"verbs":41,"unit":"us","rounds":1}`,
+	}
+	sameRows(t, got, want)
+	tableHas(t, table(rs),
+		"TOPO      OP     SIZE  CRC  KIND     VERBS       SIW      OURS VERBS/SIW VERBS/OURS UNIT",
+		"veth      write  64K   off  bw       1.000     0.400     1.200      2.50      0.83 Gb/s",
+		"veth      send   64K   on   bw       0.700         -         -         -         - Gb/s",
+		"veth      write  8     off  lat     41.000         -         -         -         - us",
+	)
+}
