@@ -30,11 +30,9 @@ struct iwarp_cm_params {
 	u16 pd_len;
 	/*
 	 * Connect: bind the socket (TCP) or association (SCTP) to @local,
-	 * its address and, if not 0, its port (rdma_cm's choice), and for
-	 * IPv6 @v6only (rdma_cm's afonly).
+	 * its address and, if not 0, its port (rdma_cm's choice).
 	 */
 	bool local_set;
-	bool v6only;
 	struct sockaddr_storage local;
 	/* DDP over SCTP (docs/SCTP.md 5.1) */
 	u8 transport;			/* IWARP_TRANSPORT_* */

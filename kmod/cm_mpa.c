@@ -416,27 +416,24 @@ static int iwarp_cm_peer_len(const struct iwarp_conn *conn)
 
 /*
  * The local end a front end asked for (rdma_cm's source address and port,
- * which its peer and its user see as ours): reusable, as a listener's, so
- * a port rdma_cm took back while TCP still keeps it in TIME_WAIT binds.
- * A port in use by another connection of the same addresses fails the
- * connect (EADDRINUSE).
+ * which its peer and its user see as ours; the front end checked the
+ * caller's right to the port). SO_REUSEADDR, as siw's and as a listener's:
+ * a port rdma_cm hands out again while TCP holds it in TIME_WAIT binds
+ * (the connect then reuses that 4-tuple only if the old connection had
+ * timestamps: else EADDRNOTAVAIL). rdma_cm allocates ports from its own
+ * space, not TCP's: a port a socket without SO_REUSEADDR or a listener
+ * holds on the address fails the bind (EADDRINUSE), and the connect with
+ * it.
  */
 static int iwarp_cm_bind_local(struct iwarp_conn *conn)
 {
 	const struct iwarp_cm_params *p = &conn->params;
-	struct sock *sk = conn->sock->sk;
-	int err;
 
-	if (p->v6only && conn->peer.ss_family == AF_INET6) {
-		err = ip6_sock_set_v6only(sk);
-		if (err)
-			return err;
-	}
 	if (!p->local_set)
 		return 0;
 	if (p->local.ss_family != conn->peer.ss_family)
 		return -EAFNOSUPPORT;
-	sock_set_reuseaddr(sk);
+	sock_set_reuseaddr(conn->sock->sk);
 	return kernel_bind(conn->sock, (struct sockaddr *)&p->local, iwarp_cm_peer_len(conn));
 }
 

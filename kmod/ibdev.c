@@ -1037,29 +1037,51 @@ static struct iwarp_ib_qp *iwarp_ib_iw_qp(struct iw_cm_id *id, u32 qpn)
 	return qp && qp->uc->mm == current->mm ? qp : NULL;
 }
 
+static u16 iwarp_ib_addr_port(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)a)->sin_port);
+}
+
 /*
  * An active connection of the QP: a TCP connection from the QP's
  * context's network namespace to the peer, with the MPA parameters of
- * the link its route leaves by. Its events come through the sink.
+ * the link its route leaves by, bound to rdma_cm's source address and
+ * port (what its user and the peer see). Its events come through the
+ * sink. The device sets IW_F_NO_PORT_MAP, so the addresses are not
+ * mapped (and a port mapper's answer is not trusted).
+ *
+ * The engine binds in its connection work, as the kernel: the caller's
+ * right to the port is checked here, in its task (siw binds in it), and
+ * so is its namespace, the one rdma_cm resolved the addresses in. Not
+ * checked (siw's bind would): cgroup bind filters and the LSM hook.
  */
 static int iwarp_ib_iw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *param)
 {
 	struct iwarp_ib_qp *qp = iwarp_ib_iw_qp(id, param->qpn);
 	struct iwarp_cm_params p;
 	struct iwarp_ib_cm *cm;
+	struct net *net;
+	u16 port;
 	int err;
 
 	if (!qp)
 		return -EINVAL;
+	net = qp->ctx->net;
+	if (!net_eq(current->nsproxy->net_ns, net))
+		return -EINVAL;
+	port = iwarp_ib_addr_port(&id->local_addr);
+	if (port && inet_port_requires_bind_service(net, port) &&
+	    !ns_capable(net->user_ns, CAP_NET_BIND_SERVICE))
+		return -EACCES;
 	cm = iwarp_ib_cm_new(id, IWARP_IB_CM_ACTIVE);
 	if (!cm)
 		return -ENOMEM;
 	iwarp_ib_cm_params(&p, param);
-	/* rdma_cm's source address and port: what its user and the peer see. */
-	p.local = id->m_local_addr;
+	p.local = id->local_addr;
 	p.local_set = true;
-	p.v6only = id->afonly;
-	err = iwarp_cm_connect_sink(qp->qp, &id->m_remote_addr, &p, &iwarp_ib_cm_sink, cm);
+	err = iwarp_cm_connect_sink(qp->qp, &id->remote_addr, &p, &iwarp_ib_cm_sink, cm);
 	if (err)
 		iwarp_ib_cm_free(cm);
 	return err;
@@ -1129,7 +1151,7 @@ static int iwarp_ib_iw_reject(struct iw_cm_id *id, const void *pdata, u8 pd_len)
 static int iwarp_ib_iw_create_listen(struct iw_cm_id *id, int backlog)
 {
 	struct iwarp_ibdev *iwdev = to_iwdev(id->device);
-	struct sockaddr_storage addr = id->m_local_addr;
+	struct sockaddr_storage addr = id->local_addr;
 	struct iwarp_conn *lsn;
 	struct iwarp_ib_cm *cm;
 	int err;
