@@ -252,7 +252,7 @@ static u32 iwarp_cm_event_reason(u32 type)
  * A sink's event (cm.h): a request's CONNECT_REQUEST goes to its
  * listener's. False if there is no sink (any more).
  */
-static bool iwarp_cm_sink_event(struct iwarp_conn *conn, u32 type, s32 status,
+static bool iwarp_cm_sink_event(struct iwarp_conn *conn, u32 type, s32 status, u32 term,
 				const u8 *pdata, u16 pd_len)
 {
 	struct iwarp_conn *owner = type == IWARP_EVENT_CONNECT_REQUEST ? conn->lsn : conn;
@@ -263,7 +263,7 @@ static bool iwarp_cm_sink_event(struct iwarp_conn *conn, u32 type, s32 status,
 		return false;
 	spin_lock_irqsave(&owner->sink_lock, flags);
 	if (owner->sink) {
-		owner->sink->event(conn, owner->sink_priv, type, status, pdata, pd_len);
+		owner->sink->event(conn, owner->sink_priv, type, status, term, pdata, pd_len);
 		sent = true;
 	}
 	spin_unlock_irqrestore(&owner->sink_lock, flags);
@@ -319,7 +319,7 @@ static void iwarp_cm_event_queue(struct iwarp_conn *conn, u32 type, s32 status,
 		.pdata_len = pd_len,
 	};
 
-	if (iwarp_cm_sink_event(conn, type, status, pdata, pd_len))
+	if (iwarp_cm_sink_event(conn, type, status, term, pdata, pd_len))
 		return;
 
 	if (type == IWARP_EVENT_CONNECT_REQUEST) {

@@ -62,10 +62,14 @@ struct iwarp_cm_sink_ops {
 	/*
 	 * An IWARP_EVENT_* of @conn; CONNECT_REQUEST comes to its
 	 * listener's sink, for the request @conn. @pdata is the peer's
-	 * private data. Under @conn's (the listener's) sink_lock with IRQs
-	 * off, in any context: may not sleep.
+	 * private data. QP_ERROR's @status is -EPROTO (we owe the peer a
+	 * Terminate, or one was sent already, or a local catastrophic
+	 * error), -ECONNRESET (we received one) or -EPIPE (none: a send
+	 * failed), @term the Terminate's code (layer << 12 | type << 8 |
+	 * code). Under @conn's (the listener's) sink_lock with
+	 * IRQs off, in any context: may not sleep.
 	 */
-	void (*event)(struct iwarp_conn *conn, void *priv, u32 type, s32 status,
+	void (*event)(struct iwarp_conn *conn, void *priv, u32 type, s32 status, u32 term,
 		      const u8 *pdata, u16 pd_len);
 	/* Once, when the connection or listener is closed: process context, no lock held. */
 	void (*detach)(struct iwarp_conn *conn, void *priv);

@@ -1306,7 +1306,7 @@ void iwarp_cm_listener_closed(struct iwarp_conn *lsn)
 int iwarp_cm_disconnect(struct iwarp_ctx *ctx, u32 qp_id, bool abort,
 			struct netlink_ext_ack *extack)
 {
-	struct iwarp_conn *conn = NULL;
+	struct iwarp_conn *conn;
 	struct iwarp_qp *qp;
 
 	qp = iwarp_qp_get(ctx, qp_id);
@@ -1314,11 +1314,7 @@ int iwarp_cm_disconnect(struct iwarp_ctx *ctx, u32 qp_id, bool abort,
 		NL_SET_ERR_MSG(extack, "IWARP_A_QP_ID: no such QP in the context");
 		return -ENOENT;
 	}
-	spin_lock_bh(&iwarp_qp_conn_lock);
-	conn = qp->conn;
-	if (conn)
-		iwarp_conn_get(conn);
-	spin_unlock_bh(&iwarp_qp_conn_lock);
+	conn = iwarp_qp_conn_get(qp);
 	iwarp_qp_put(qp);
 	if (!conn || READ_ONCE(conn->closing)) {
 		if (conn)

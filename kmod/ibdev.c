@@ -30,6 +30,7 @@
 #include "link.h"
 #include "mr.h"
 #include "pd.h"
+#include "proto/wire.h"
 #include "qp.h"
 #include "ring.h"
 #include "version.h"
@@ -138,6 +139,12 @@ struct iwarp_ib_cm {
 	bool replied;			/* active: CONNECT_REPLY delivered */
 	bool up;			/* CONNECT_REPLY 0 or ESTABLISHED delivered */
 	bool closed;			/* CLOSE delivered, or none is due */
+	/*
+	 * Connect, accept: the engine QP, for its async events. Alive while
+	 * the sink is attached (the connection holds it until freed, after
+	 * the detach).
+	 */
+	struct iwarp_qp *eqp;
 };
 
 static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
@@ -939,8 +946,42 @@ static void iwarp_ib_cm_end(struct iwarp_ib_cm *cm, struct iwarp_conn *conn, boo
 	iwarp_ib_cm_up(cm, conn, IW_CM_EVENT_CLOSE, 0, NULL, 0);
 }
 
+/*
+ * A connected QP the engine failed (once: it leaves RTS, and never after
+ * a close began): IB_EVENT_QP_ACCESS_ERR when we owe the peer a Terminate
+ * for a remote access violation (RDMAP protection error, DDP tagged
+ * buffer error other than the version: a bad STag, range or right in
+ * the peer's Write, Read or Send with Invalidate, or in its Read
+ * Response to our Read), IB_EVENT_QP_FATAL for any other Terminate, owed
+ * or received, and a send that failed; an end of the transport (reset,
+ * FIN) is DISCONNECTED only, and an orderly or requested close no event.
+ * To the QP's handler (uverbs queues it for the QP's owner, atomically),
+ * unless the QP is being destroyed: destroy_qp unpublishes it and waits
+ * for RCU readers first.
+ */
+static void iwarp_ib_qp_event(struct iwarp_ib_cm *cm, s32 status, u32 term)
+{
+	u8 layer = term >> 12 & 0xf, etype = term >> 8 & 0xf, ecode = term & 0xff;
+	struct ib_event ev = { .event = IB_EVENT_QP_FATAL };
+	struct iwarp_ib_qp *qp;
+
+	if (status == -EPROTO &&
+	    ((layer == IWP_LAYER_RDMAP && etype == IWP_RDMAP_ET_PROT) ||
+	     (layer == IWP_LAYER_DDP && etype == IWP_DDP_ET_TAGGED &&
+	      ecode != IWP_DDP_EC_T_VERSION)))
+		ev.event = IB_EVENT_QP_ACCESS_ERR;
+	rcu_read_lock();
+	qp = READ_ONCE(cm->eqp->front);
+	if (qp && qp->base.event_handler) {
+		ev.device = qp->base.device;
+		ev.element.qp = &qp->base;
+		qp->base.event_handler(&ev, qp->base.qp_context);
+	}
+	rcu_read_unlock();
+}
+
 static void iwarp_ib_cm_event(struct iwarp_conn *conn, void *priv, u32 type, s32 status,
-			      const u8 *pdata, u16 pd_len)
+			      u32 term, const u8 *pdata, u16 pd_len)
 {
 	struct iwarp_ib_cm *cm = priv;
 
@@ -972,6 +1013,10 @@ static void iwarp_ib_cm_event(struct iwarp_conn *conn, void *priv, u32 type, s32
 		break;
 	case IWARP_EVENT_DISCONNECTED:
 		iwarp_ib_cm_end(cm, conn, true);
+		break;
+	case IWARP_EVENT_QP_ERROR:
+		if (cm->kind != IWARP_IB_CM_LISTEN)
+			iwarp_ib_qp_event(cm, status, term);
 		break;
 	}
 }
@@ -1078,6 +1123,7 @@ static int iwarp_ib_iw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *par
 	cm = iwarp_ib_cm_new(id, IWARP_IB_CM_ACTIVE);
 	if (!cm)
 		return -ENOMEM;
+	cm->eqp = qp->qp;
 	iwarp_ib_cm_params(&p, param);
 	p.local = id->local_addr;
 	p.local_set = true;
@@ -1114,6 +1160,7 @@ static int iwarp_ib_iw_accept(struct iw_cm_id *id, struct iw_cm_conn_param *para
 	if (qp && !cm)
 		err = -ENOMEM;
 	if (cm) {
+		cm->eqp = qp->qp;
 		iwarp_ib_cm_params(&p, param);
 		err = iwarp_cm_accept_sink(req, qp->qp, &p, &iwarp_ib_cm_sink, cm);
 		if (err)

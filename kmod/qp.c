@@ -297,7 +297,7 @@ void iwarp_qp_set_error(struct iwarp_qp *qp)
 }
 EXPORT_SYMBOL_GPL(iwarp_qp_set_error);
 
-int iwarp_qp_disconnect(struct iwarp_qp *qp)
+struct iwarp_conn *iwarp_qp_conn_get(struct iwarp_qp *qp)
 {
 	struct iwarp_conn *conn;
 
@@ -306,6 +306,13 @@ int iwarp_qp_disconnect(struct iwarp_qp *qp)
 	if (conn)
 		iwarp_conn_get(conn);
 	spin_unlock_bh(&iwarp_qp_conn_lock);
+	return conn;
+}
+
+int iwarp_qp_disconnect(struct iwarp_qp *qp)
+{
+	struct iwarp_conn *conn = iwarp_qp_conn_get(qp);
+
 	if (!conn)
 		return -ENOTCONN;
 	iwarp_conn_close(conn, false);

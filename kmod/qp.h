@@ -103,5 +103,7 @@ void iwarp_qp_set_error(struct iwarp_qp *qp);
  * one. Process context; the caller holds a reference.
  */
 int iwarp_qp_disconnect(struct iwarp_qp *qp);
+/* The QP's connection, with a reference, or NULL. */
+struct iwarp_conn *iwarp_qp_conn_get(struct iwarp_qp *qp);
 
 #endif /* _IWARP_QP_H */

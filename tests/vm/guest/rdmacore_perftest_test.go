@@ -25,35 +25,13 @@ func TestRDMACorePerftest(t *testing.T) {
 		{tool: "ib_write_lat", size: 8, iters: 100},
 		{tool: "ib_send_lat", size: 8, iters: 100},
 	}
-	// Who serves on va (netns A) and who connects from vb (netns B).
-	ends := []struct{ name, server, client string }{
-		{"iwarp-iwarp", "iwarp", "iwarp"},
-		{"siw-server", "siw", "iwarp"},
-		{"siw-client", "iwarp", "siw"},
-	}
-	for _, e := range ends {
-		t.Run(e.name, func(t *testing.T) {
-			if e.server == "siw" || e.client == "siw" {
-				loadSiw(t, "default")
-			}
-			tp := newTopology(t)
-			dev := map[string]string{}
-			for _, end := range []struct{ kind, ns, netdev string }{
-				{e.server, tp.A, "va"}, {e.client, tp.B, "vb"},
-			} {
-				if end.kind == "siw" {
-					dev[end.ns] = siwLinkAdd(t, end.ns, end.netdev)
-				} else {
-					dev[end.ns] = rdmaIwarpAdd(t, end.ns, "iwrp_"+end.netdev, end.netdev)
-				}
-			}
-			for _, c := range cases {
-				t.Run(c.name(), func(t *testing.T) {
-					rdmaCorePerftest(t, tp.A, dev[tp.A], tp.B, dev[tp.B], c)
-				})
-			}
-		})
-	}
+	forRDMACorePairs(t, func(t *testing.T, tp *Topology, dev map[string]string) {
+		for _, c := range cases {
+			t.Run(c.name(), func(t *testing.T) {
+				rdmaCorePerftest(t, tp.A, dev[tp.A], tp.B, dev[tp.B], c)
+			})
+		}
+	})
 }
 
 // rdmaCorePerftest runs c's tool as server in netns a on device adev and

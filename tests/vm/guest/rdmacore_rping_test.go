@@ -23,31 +23,43 @@ import (
 //	netns A: va 10.11.0.1 ── veth ── netns B: vb 10.11.0.2
 func TestRDMACoreRping(t *testing.T) {
 	loadRDMACore(t)
-	// Who serves on va (netns A) and who connects from vb (netns B).
-	cases := []struct{ name, server, client string }{
+	forRDMACorePairs(t, func(t *testing.T, tp *Topology, _ map[string]string) {
+		for _, size := range []int{64, 4096, 65535} {
+			rdmaCoreRping(t, tp.A, tp.B, size)
+		}
+		rdmaCoreEnds(t, tp.A, tp.B)
+	})
+}
+
+// forRDMACorePairs runs f in a subtest per pairing of RDMA devices on the
+// default topology: iwarp-iwarp, siw-server (siw's default build on va,
+// iwarp on vb) and siw-client (iwarp on va, siw on vb); dev maps each
+// namespace to its device's name. The server runs in netns A, the client
+// in B.
+func forRDMACorePairs(t *testing.T, f func(t *testing.T, tp *Topology, dev map[string]string)) {
+	t.Helper()
+	pairs := []struct{ name, server, client string }{
 		{"iwarp-iwarp", "iwarp", "iwarp"},
 		{"siw-server", "siw", "iwarp"},
 		{"siw-client", "iwarp", "siw"},
 	}
-	for _, c := range cases {
+	for _, c := range pairs {
 		t.Run(c.name, func(t *testing.T) {
 			if c.server == "siw" || c.client == "siw" {
 				loadSiw(t, "default")
 			}
 			tp := newTopology(t)
+			dev := map[string]string{}
 			for _, end := range []struct{ kind, ns, netdev string }{
 				{c.server, tp.A, "va"}, {c.client, tp.B, "vb"},
 			} {
 				if end.kind == "siw" {
-					siwLinkAdd(t, end.ns, end.netdev)
+					dev[end.ns] = siwLinkAdd(t, end.ns, end.netdev)
 				} else {
-					rdmaIwarpAdd(t, end.ns, "iwrp_"+end.netdev, end.netdev)
+					dev[end.ns] = rdmaIwarpAdd(t, end.ns, "iwrp_"+end.netdev, end.netdev)
 				}
 			}
-			for _, size := range []int{64, 4096, 65535} {
-				rdmaCoreRping(t, tp.A, tp.B, size)
-			}
-			rdmaCoreEnds(t, tp.A, tp.B)
+			f(t, tp, dev)
 		})
 	}
 }

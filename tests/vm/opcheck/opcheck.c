@@ -6,7 +6,7 @@
  * operations or Send with Invalidate, so this one does, with libibverbs and
  * librdmacm as any application would.
  *
- *   opcheck -s|-c -a ADDR -p PORT [-b self|peer|none | -x]
+ *   opcheck -s|-c -a ADDR -p PORT [-b self|peer|none [-e] | -x]
  *
  * -s listens on ADDR:PORT (that address only), -c connects to it. After the
  * connection both sides exchange a descriptor by Send (client first):
@@ -31,7 +31,11 @@
  * the acknowledgement. With -b self this side then RDMA-Writes 64 octets to
  * the peer's invalidated STag and expects its connection to be torn down
  * (the peer's Terminate flushes its receives); with -b peer it expects the
- * peer to do that and checks that its inv region stayed untouched.
+ * peer to do that and checks that its inv region stayed untouched. With -e
+ * it then waits, EVENT_S seconds at most, for the device's asynchronous
+ * event that tells of the end (the QP's: IBV_EVENT_QP_ACCESS_ERR on the
+ * target, which sent the Terminate, IBV_EVENT_QP_FATAL on the writer) and
+ * prints its name; none in time is a failure.
  *
  * With -x (cross) the two phases are replaced by one: the peer RDMA-Writes
  * CROSS_LEN octets of its pattern (as driver) from its buf to this side's
@@ -55,6 +59,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,6 +84,7 @@
 #define READBACK_OFF	8192
 #define BAD_LEN		64
 #define TIMEOUT_S	20
+#define EVENT_S		10
 #define CROSS_LEN	(8 << 20)
 #define READ_LEN	16384
 #define READ_DEPTH	4
@@ -540,6 +546,27 @@ static void bad_target(struct ctx *c)
 	    ibv_wc_status_str(wc.status));
 }
 
+/* The next asynchronous event of the device context, which must be of
+ * this side's QP, within EVENT_S seconds.
+ */
+static void async_event(struct ctx *c)
+{
+	struct pollfd pfd = { .fd = c->id->verbs->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int n = poll(&pfd, 1, EVENT_S * 1000);
+
+	if (n < 0)
+		die(c, "poll: %s", strerror(errno));
+	if (!n)
+		die(c, "no asynchronous event in %d s", EVENT_S);
+	if (ibv_get_async_event(c->id->verbs, &ev))
+		die(c, "ibv_get_async_event: %s", strerror(errno));
+	if (ev.element.qp != c->qp)
+		die(c, "asynchronous event %s not of this QP", ibv_event_type_str(ev.event_type));
+	say(c, "async event %d (%s)", ev.event_type, ibv_event_type_str(ev.event_type));
+	ibv_ack_async_event(&ev);
+}
+
 /* Posts the Read of the k-th READ_LEN of the peer's buf into its slot. */
 static void cross_read(struct ctx *c, unsigned int k)
 {
@@ -628,7 +655,7 @@ static void cross(struct ctx *c, int peer_is_client)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: opcheck -s|-c -a ADDR -p PORT [-b self|peer|none | -x]\n");
+	fprintf(stderr, "usage: opcheck -s|-c -a ADDR -p PORT [-b self|peer|none [-e] | -x]\n");
 	exit(2);
 }
 
@@ -637,9 +664,9 @@ int main(int argc, char **argv)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	struct ctx c = { 0 };
 	const char *addr = NULL, *port = NULL, *bad = "none";
-	int is_client = -1, crossing = 0, opt, err;
+	int is_client = -1, crossing = 0, events = 0, opt, err;
 
-	while ((opt = getopt(argc, argv, "sca:p:b:x")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:p:b:ex")) != -1) {
 		switch (opt) {
 		case 's':
 			is_client = 0;
@@ -656,6 +683,9 @@ int main(int argc, char **argv)
 		case 'b':
 			bad = optarg;
 			break;
+		case 'e':
+			events = 1;
+			break;
 		case 'x':
 			crossing = 1;
 			break;
@@ -665,7 +695,7 @@ int main(int argc, char **argv)
 	}
 	if (is_client < 0 || !addr || !port || optind != argc ||
 	    (strcmp(bad, "self") && strcmp(bad, "peer") && strcmp(bad, "none")) ||
-	    (crossing && strcmp(bad, "none")))
+	    (crossing && strcmp(bad, "none")) || (events && !strcmp(bad, "none")))
 		usage();
 	c.role = is_client ? "client" : "server";
 	c.buf_size = crossing ? CROSS_BUF : BUF_SIZE;
@@ -704,6 +734,8 @@ int main(int argc, char **argv)
 		bad_write(&c);
 	else if (!strcmp(bad, "peer"))
 		bad_target(&c);
+	if (events)
+		async_event(&c);
 
 	rdma_disconnect(c.id);
 	say(&c, "all checks passed");

@@ -34,7 +34,7 @@ func run() int {
 	out := flag.String("o", "bench/results.json", "where to write the rows as JSON")
 	raw := flag.String("raw", "", "also write the guest's whole output to this file")
 	verbose := flag.Bool("v", false, "stream the guest's output")
-	timeout := flag.Duration("timeout", 40*time.Minute, "bound on the guest")
+	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the guest")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		flag.Usage()
@@ -87,7 +87,7 @@ func run() int {
 	if *verbose {
 		cfg.Stdout = os.Stdout
 	}
-	fmt.Fprintf(os.Stderr, "bench: one guest boot, both topologies (a full run takes about 15 minutes)\n")
+	fmt.Fprintf(os.Stderr, "bench: one guest boot, both topologies (a full run takes about 30 minutes)\n")
 	res, err := vm.Run(ctx, cfg)
 	if res != nil {
 		defer os.RemoveAll(res.Dir)

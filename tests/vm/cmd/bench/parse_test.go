@@ -146,11 +146,7 @@ func TestRowsRounds(t *testing.T) {
 	out := lat("ours", "31") + lat("siw", "40") + lat("ours", "29") + lat("siw", "20") +
 		"@@run topo=loopback impl=ours op=write size=8 crc=off metric=lat\nrefused\n@@server\n@@end rc=1\n" +
 		lat("siw", "26") + lat("ours", "90")
-	runs, _, err := parseRuns(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, errs := rows(runs)
+	rs, errs := parseRows(t, out)
 	if len(errs) != 1 || len(rs) != 1 {
 		t.Fatalf("rows %+v, errors %v", rs, errs)
 	}
@@ -268,11 +264,7 @@ func TestLatencyRows(t *testing.T) {
 		block("topo=loopback impl=ours op=read size=8 crc=on metric=lat", ours("52"), "") +
 		block("topo=loopback impl=ours op=atomic size=8 crc=on metric=lat", ours("47"), "") +
 		"@@done\n"
-	runs, _, err := parseRuns(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, errs := rows(runs)
+	rs, errs := parseRows(t, out)
 	if len(errs) != 0 {
 		t.Fatalf("errors %v", errs)
 	}
@@ -341,11 +333,7 @@ func TestRateRow(t *testing.T) {
 		block("topo=veth impl=ours op=atomic size=8 crc=off metric=rate", rate("45000")) +
 		block("topo=veth impl=ours op=atomic size=8 crc=on metric=rate", `{"role":"client","gbps":0.01}`+"\n") +
 		"@@done\n"
-	runs, _, err := parseRuns(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, errs := rows(runs)
+	rs, errs := parseRows(t, out)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "no message rate") {
 		t.Fatalf("errors %v, want the CRC-on run's missing rate", errs)
 	}
@@ -387,11 +375,7 @@ func TestSCTPRows(t *testing.T) {
 		block("topo=veth impl=sctp op=sctp size=4096 crc=off metric=lat", "sctpping: connect: connection refused\n", 1) +
 		block("topo=veth impl=ours op=write size=8 crc=off metric=lat", `{"role":"client","lat_us":{"p50":26}}`+"\n", 0) +
 		"@@done\n"
-	runs, _, err := parseRuns(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, errs := rows(runs)
+	rs, errs := parseRows(t, out)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "veth sctp sctp 4096 crc off lat: exit status 1") {
 		t.Fatalf("errors %v", errs)
 	}
@@ -457,19 +441,7 @@ func TestOursSCTPRows(t *testing.T) {
 		block("topo=veth impl=ours op=write size=4096 crc=on metric=bw", bw("0.8")) +
 		block("topo=veth impl=ours-sctp op=read size=8 crc=off metric=lat", `{"role":"client","lat_us":{"p50":150}}`+"\n") +
 		"@@done\n"
-	runs, _, err := parseRuns(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, errs := rows(runs)
-	if len(errs) != 0 {
-		t.Fatalf("errors %v", errs)
-	}
-	var got []string
-	for _, r := range rs {
-		b, _ := json.Marshal(r)
-		got = append(got, string(b))
-	}
+	rs, got := rowsJSON(t, out)
 	want := []string{
 		`{"topo":"veth","op":"write","size":4096,"crc":"off","metric":"bw","ours":1,"siw":null,"tcp":null,"ours_sctp":0.25,"unit":"Gb/s","rounds":2}`,
 		`{"topo":"veth","op":"write","size":4096,"crc":"on","metric":"bw","ours":0.8,"siw":null,"tcp":null,"unit":"Gb/s","rounds":1}`,
@@ -483,6 +455,32 @@ func TestOursSCTPRows(t *testing.T) {
 		"veth      write  4K    bw       1.000     0.250     0.500      0.25      0.50 Gb/s",
 		"veth      read   8     lat          -       150         -         -         - us",
 	)
+}
+
+// parseRows parses bench.sh's output out into rows and their errors.
+func parseRows(t *testing.T, out string) ([]Row, []error) {
+	t.Helper()
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows(runs)
+}
+
+// rowsJSON parses bench.sh's output out into rows, which must have no
+// error, and returns them with each one's JSON.
+func rowsJSON(t *testing.T, out string) ([]Row, []string) {
+	t.Helper()
+	rs, errs := parseRows(t, out)
+	if len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	var got []string
+	for _, r := range rs {
+		b, _ := json.Marshal(r)
+		got = append(got, string(b))
+	}
+	return rs, got
 }
 
 // sameRows fails the test unless the rows, one text each, are want.
@@ -524,19 +522,7 @@ func TestVerbsRows(t *testing.T) {
 		block("topo=veth impl=verbs op=send size=65536 crc=on metric=bw", pt("0.00"), pt("0.70")) +
 		block("topo=veth impl=verbs op=write size=8 crc=off metric=lat", lat, "") +
 		"@@done\n"
-	runs, _, err := parseRuns(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, errs := rows(runs)
-	if len(errs) != 0 {
-		t.Fatalf("errors %v", errs)
-	}
-	var got []string
-	for _, r := range rs {
-		b, _ := json.Marshal(r)
-		got = append(got, string(b))
-	}
+	rs, got := rowsJSON(t, out)
 	want := []string{
 		`{"topo":"veth","op":"write","size":65536,"crc":"off","metric":"bw","ours":1.2,"siw":0.4,"tcp":null,"verbs":1,"unit":"Gb/s","rounds":2}`,
 		`{"topo":"veth","op":"send","size":65536,"crc":"on","metric":"bw","ours":null,"siw":null,"tcp":null,"verbs":0.7,"unit":"Gb/s","rounds":1}`,
