@@ -129,6 +129,8 @@ struct iwarp_orq_ent {
 	u32 len;
 	u32 placed;
 	bool atomic;
+	bool inv;		/* READ_INV: inv_stag is invalidated when placed */
+	u32 inv_stag;
 	u32 req_id;		/* atomic: the Request Identifier sent */
 };
 

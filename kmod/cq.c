@@ -43,7 +43,7 @@ struct iwarp_cq *iwarp_cq_get(struct iwarp_ctx *ctx, u32 id)
 }
 
 static struct iwarp_cq *iwarp_cq_new(struct iwarp_ctx *ctx, u32 entries, enum iwarp_cq_fmt fmt,
-				     const struct iwarp_cq_front_ops *ops, void *priv,
+				     bool kern, const struct iwarp_cq_front_ops *ops, void *priv,
 				     struct netlink_ext_ack *extack)
 {
 	struct iwarp_cq *cq;
@@ -65,6 +65,8 @@ static struct iwarp_cq *iwarp_cq_new(struct iwarp_ctx *ctx, u32 entries, enum iw
 	if (fmt == IWARP_CQ_FMT_SIW)
 		err = iwarp_ring_alloc_plain(&cq->ring, entries, sizeof(struct siw_cqe),
 					     sizeof(struct siw_cq_ctrl));
+	else if (kern)
+		err = iwarp_ring_alloc_kernel(&cq->ring, entries, sizeof(struct iwarp_cqe), 0);
 	else
 		err = iwarp_ring_alloc(&cq->ring, entries, sizeof(struct iwarp_cqe), 0);
 	if (err) {
@@ -104,15 +106,22 @@ err_put:
 struct iwarp_cq *iwarp_cq_create(struct iwarp_ctx *ctx, u32 entries,
 				 struct netlink_ext_ack *extack)
 {
-	return iwarp_cq_new(ctx, entries, IWARP_CQ_FMT_IWARP, NULL, NULL, extack);
+	return iwarp_cq_new(ctx, entries, IWARP_CQ_FMT_IWARP, false, NULL, NULL, extack);
 }
 
 struct iwarp_cq *iwarp_cq_create_siw(struct iwarp_ctx *ctx, u32 entries,
 				     const struct iwarp_cq_front_ops *ops, void *priv)
 {
-	return iwarp_cq_new(ctx, entries, IWARP_CQ_FMT_SIW, ops, priv, NULL);
+	return iwarp_cq_new(ctx, entries, IWARP_CQ_FMT_SIW, false, ops, priv, NULL);
 }
 EXPORT_SYMBOL_GPL(iwarp_cq_create_siw);
+
+struct iwarp_cq *iwarp_cq_create_kernel(struct iwarp_ctx *ctx, u32 entries,
+					const struct iwarp_cq_front_ops *ops, void *priv)
+{
+	return iwarp_cq_new(ctx, entries, IWARP_CQ_FMT_IWARP, true, ops, priv, NULL);
+}
+EXPORT_SYMBOL_GPL(iwarp_cq_create_kernel);
 
 /* Unpublished already: stops posting. */
 static void iwarp_cq_teardown(struct iwarp_cq *cq)
@@ -293,8 +302,11 @@ int iwarp_cq_post(struct iwarp_cq *cq, const struct iwarp_cqe *cqe)
 		if (!cq->overflow) {
 			cq->overflow = true;
 			iwarp_ring_flags_mod(&cq->ring, IWARP_RING_F_ERROR, 0);
+			if (cq->front)
+				cq->front->error(cq, cq->front_priv);
+			else
+				notify = true;
 			ev.status = -ENOSPC;
-			notify = true;
 		}
 		err = -ENOSPC;
 		goto out;
@@ -309,8 +321,12 @@ int iwarp_cq_post(struct iwarp_cq *cq, const struct iwarp_cqe *cqe)
 	 */
 	smp_mb();
 	arm = READ_ONCE(ctrl->arm);
-	if (iwarp_cq_arm_matches(arm, cqe) && cmpxchg(&ctrl->arm, arm, IWARP_CQ_ARM_NONE) == arm)
-		notify = true;
+	if (iwarp_cq_arm_matches(arm, cqe) && cmpxchg(&ctrl->arm, arm, IWARP_CQ_ARM_NONE) == arm) {
+		if (cq->front)
+			cq->front->comp(cq, cq->front_priv);
+		else
+			notify = true;
+	}
 out:
 	spin_unlock_irqrestore(&cq->lock, flags);
 	if (notify)

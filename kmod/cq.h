@@ -30,10 +30,11 @@ enum iwarp_cq_fmt {
 /*
  * The RDMA-core front end's side of a CQ (iwarp_rdma.ko). Called under
  * cq->lock with interrupts off, in any context but NMI, from
- * iwarp_cq_create_siw() until iwarp_cq_destroy() (or the context's close)
- * has unpublished the CQ; never after. (uverbs' handlers take only their
- * own locks. Kernel CQs, whose handlers may poll or re-arm inline, will
- * need the call made after the lock is dropped.)
+ * iwarp_cq_create_siw() or iwarp_cq_create_kernel() until
+ * iwarp_cq_destroy() (or the context's close) has unpublished the CQ;
+ * never after. (uverbs' handlers take only their own locks; a kernel
+ * CQ's handler, which may poll or post inline, is called from a front
+ * end's irq_work, outside every lock of the engine.)
  */
 struct iwarp_cq_front_ops {
 	void (*comp)(struct iwarp_cq *cq, void *priv);	/* an armed CQ fired */
@@ -69,6 +70,14 @@ struct iwarp_cq *iwarp_cq_create(struct iwarp_ctx *ctx, u32 entries,
  */
 struct iwarp_cq *iwarp_cq_create_siw(struct iwarp_ctx *ctx, u32 entries,
 				     const struct iwarp_cq_front_ops *ops, void *priv);
+/*
+ * A kernel front end's CQ (iwarp_rdma.ko's kernel verbs): our own layout
+ * (uapi/iwarp_abi.h) in memory nothing maps, charged to nobody, consumed
+ * and armed by the front end through ring.ctrl as user space does /dev/iwarp's;
+ * @ops called for its notifications. Process context.
+ */
+struct iwarp_cq *iwarp_cq_create_kernel(struct iwarp_ctx *ctx, u32 entries,
+					const struct iwarp_cq_front_ops *ops, void *priv);
 int iwarp_cq_destroy(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack);
 /* release(): destroys every CQ of a dead context. */
 void iwarp_cq_destroy_all(struct iwarp_ctx *ctx);

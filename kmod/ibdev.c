@@ -17,6 +17,7 @@
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
+#include <rdma/rdma_cm.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/siw-abi.h>
@@ -26,6 +27,7 @@
 #include "cq.h"
 #include "ctx.h"
 #include "ibdev.h"
+#include "ibdev_int.h"
 #include "iwarp.h"
 #include "link.h"
 #include "mr.h"
@@ -35,122 +37,10 @@
 #include "ring.h"
 #include "version.h"
 
-/*
- * Work requests libsiw may put in a QP's rings that the engine's own
- * structures hold (struct iwarp_sqe, iwarp_rqe): more is refused here, and
- * at take from a ring that holds more anyway (wq.h).
- */
-#define IWARP_IB_MAX_SEND_SGE	IWARP_SQE_MAX_SGE
-#define IWARP_IB_MAX_RECV_SGE	IWARP_RQE_MAX_SGE
-#define IWARP_IB_MAX_INLINE	IWARP_SQE_MAX_INLINE
-#define IWARP_IB_MAX_RD		128
-
 /* Devices allocated and not yet reaped; module exit waits for zero. */
 static atomic_t iwarp_nibdevs = ATOMIC_INIT(0);
 static DECLARE_WAIT_QUEUE_HEAD(iwarp_ibdevs_wait);
 static struct workqueue_struct *iwarp_ibdev_wq;
-
-/*
- * A process's use of the device: an iwarp context of its own, without a
- * file, that owns the engine objects its PDs, MRs and CQs are (ibdev.h).
- */
-struct iwarp_ib_ucontext {
-	struct ib_ucontext base;
-	struct iwarp_ctx *ctx;		/* alloc_ucontext to dealloc_ucontext */
-	struct mm_struct *mm;		/* the opener's (mmgrab): charges go to it */
-	struct mutex kept_lock;
-	struct list_head kept;		/* struct iwarp_ib_kept: destroyed, still mapped */
-};
-
-/*
- * The memory of a destroyed CQ's ring that user space still maps (or
- * pinned through its mapping): kept, and its RLIMIT_MEMLOCK charge with
- * it, until no page is in use or the context goes. Without it a user
- * could map a ring twice, destroy the CQ and loop, pinning pages no
- * limit counts.
- */
-struct iwarp_ib_kept {
-	struct list_head node;
-	struct iwarp_ring_mem *mem;	/* held */
-};
-
-struct iwarp_ib_pd {
-	struct ib_pd base;
-	struct iwarp_ctx *ctx;		/* held: the ucontext's */
-	u32 id;				/* the PD in it */
-};
-
-struct iwarp_ib_mr {
-	struct ib_mr base;
-	struct iwarp_ctx *ctx;		/* held: the one that owns the region */
-};
-
-/*
- * A ring user space maps (a CQ's, a QP's SQ or RQ): the key uverbs'
- * mmap() finds it by. Its last reference (mmap_free) comes after the last
- * mmap() that could map the ring, so that is where the ring's memory is
- * kept if still mapped.
- */
-struct iwarp_ib_mmap {
-	struct rdma_user_mmap_entry rdma;
-	struct iwarp_ib_ucontext *uc;	/* outlives every key (uverbs' order) */
-	struct iwarp_ring_mem *mem;	/* held until mmap_free */
-	struct iwarp_ib_kept *kept;	/* allocated with it: mmap_free cannot fail */
-};
-
-struct iwarp_ib_cq {
-	struct ib_cq base;
-	struct iwarp_ctx *ctx;		/* held: the ucontext's */
-	struct iwarp_cq *cq;		/* held: the engine CQ, siw layout */
-	struct iwarp_ib_mmap *mmap;	/* its ring's key, removed at destroy */
-};
-
-struct iwarp_ib_qp {
-	struct ib_qp base;
-	struct iwarp_ib_ucontext *uc;	/* outlives the QP (uverbs' order) */
-	struct iwarp_ctx *ctx;		/* held: the ucontext's */
-	struct iwarp_qp *qp;		/* held: the engine QP, siw layout */
-	struct iwarp_ib_mmap *sq_mmap;	/* its rings' keys, removed at destroy */
-	struct iwarp_ib_mmap *rq_mmap;
-	struct mutex lock;		/* state */
-	enum ib_qp_state state;		/* the last one modify_qp set */
-	/*
-	 * iw_cm's references (iw_get_qp to iw_rem_ref) and the QP's own:
-	 * destroy_qp drops its own and waits for the rest (iw_done).
-	 */
-	refcount_t iw_refs;
-	struct completion iw_done;
-};
-
-/*
- * What an iw_cm_id is to one listener or connection of the engine: its
- * sink's state (iwarp_ib_cm_sink), under the connection's sink_lock, or
- * the detach's alone.
- */
-enum iwarp_ib_cm_kind {
-	IWARP_IB_CM_LISTEN,
-	IWARP_IB_CM_ACTIVE,		/* iw_connect */
-	IWARP_IB_CM_PASSIVE,		/* iw_accept */
-};
-
-struct iwarp_ib_cm {
-	struct iw_cm_id *cm_id;		/* held (add_ref) until the detach */
-	u8 kind;			/* enum iwarp_ib_cm_kind */
-	bool replied;			/* active: CONNECT_REPLY delivered */
-	bool up;			/* CONNECT_REPLY 0 or ESTABLISHED delivered */
-	bool closed;			/* CLOSE delivered, or none is due */
-	/*
-	 * Connect, accept: the engine QP, for its async events. Alive while
-	 * the sink is attached (the connection holds it until freed, after
-	 * the detach).
-	 */
-	struct iwarp_qp *eqp;
-};
-
-static struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
-{
-	return container_of(ibdev, struct iwarp_ibdev, ibdev);
-}
 
 static bool iwarp_ib_port_up(const struct net_device *dev)
 {
@@ -189,6 +79,9 @@ static int iwarp_ib_query_device(struct ib_device *ibdev, struct ib_device_attr 
 	attr->vendor_part_id = IWARP_IB_PART_ID;
 	attr->sys_image_guid = ibdev->node_guid;
 	attr->atomic_cap = IB_ATOMIC_NONE;
+	/* Kernel users: fast registration (alloc_mr, map_mr_sg, REG_MR, LOCAL_INV). */
+	attr->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_fast_reg_page_list_len = IWARP_MR_MAX_FAST_PAGES;
 	/* `rdma link delete` may unregister it (nldev_dellink). */
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	return 0;
@@ -367,12 +260,15 @@ static struct iwarp_ctx *iwarp_ib_udata_ctx(struct ib_udata *udata)
 	return uc ? uc->ctx : NULL;
 }
 
-/* A process's PD, an engine PD in its context. No kernel PDs yet. */
+/*
+ * A process's PD, an engine PD in its context, or the kernel's (udata
+ * NULL), in the device's.
+ */
 static int iwarp_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct iwarp_ibdev *iwdev = to_iwdev(ibpd->device);
 	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
-	struct iwarp_ctx *ctx = iwarp_ib_udata_ctx(udata);
+	struct iwarp_ctx *ctx = udata ? iwarp_ib_udata_ctx(udata) : iwdev->kctx;
 	int err;
 
 	if (!ctx)
@@ -477,9 +373,11 @@ static int iwarp_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	/*
 	 * Waits for the datapath's short references, never for a peer. It
 	 * cannot fail (the context lives until dealloc_ucontext); were it
-	 * to, the context's close deregisters the region.
+	 * to, the context's close deregisters the region. A kernel region's
+	 * key is the one its last REG_MR set (the ULP may have moved lkey on
+	 * since, ib_update_fast_reg_key()).
 	 */
-	err = iwarp_mr_dereg(mr->ctx, ibmr->lkey, NULL);
+	err = iwarp_mr_dereg(mr->ctx, mr->mr ? READ_ONCE(mr->mr->stag) : ibmr->lkey, NULL);
 	WARN_ON_ONCE(err);
 	iwarp_ctx_put(mr->ctx);
 	kfree(mr);
@@ -557,6 +455,8 @@ static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *
 	struct iwarp_cq *ecq;
 	int err;
 
+	if (!udata)
+		return iwarp_ib_kcreate_cq(cq, to_iwdev(ibcq->device), attr);
 	err = iwarp_ib_mem_uc(udata, &uc);
 	if (err)
 		return err;
@@ -614,13 +514,16 @@ static int iwarp_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	if (err)
 		return err;
 	/* The ring's memory is kept or released with the key (mmap_free). */
-	rdma_user_mmap_entry_remove(&cq->mmap->rdma);
+	if (cq->mmap)
+		rdma_user_mmap_entry_remove(&cq->mmap->rdma);
+	else
+		iwarp_ib_kdestroy_cq(cq);
 	iwarp_cq_put(cq->cq);
 	iwarp_ctx_put(cq->ctx);
 	return 0;
 }
 
-static void iwarp_ib_qp_caps(const struct iwarp_qp *qp, struct ib_qp_cap *cap)
+void iwarp_ib_qp_caps(const struct iwarp_qp *qp, struct ib_qp_cap *cap)
 {
 	cap->max_send_wr = qp->sq.entries;
 	cap->max_recv_wr = qp->rq.entries;
@@ -655,6 +558,13 @@ static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	struct iwarp_qp *eqp;
 	int err;
 
+	if (!udata) {
+		err = iwarp_ib_kcreate_qp(qp, to_iwdev(ibqp->device), attr);
+		if (err)
+			return err;
+		eqp = qp->qp;
+		goto publish;
+	}
 	err = iwarp_ib_mem_uc(udata, &uc);
 	if (err)
 		return err;
@@ -699,10 +609,11 @@ static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (err)
 		goto err_qp;
 	iwarp_ib_qp_caps(eqp, &attr->cap);
-	ibqp->qp_num = eqp->id;
 	iwarp_ctx_get(uc->ctx);
 	qp->uc = uc;
 	qp->ctx = uc->ctx;
+publish:
+	ibqp->qp_num = eqp->id;
 	mutex_init(&qp->lock);
 	qp->state = IB_QPS_RESET;
 	refcount_set(&qp->iw_refs, 1);
@@ -813,6 +724,8 @@ static int iwarp_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	WARN_ON_ONCE(err);
 	if (!refcount_dec_and_test(&qp->iw_refs))
 		wait_for_completion(&qp->iw_done);
+	if (!qp->uc)
+		iwarp_ib_kdestroy_qp(qp);
 	iwarp_ib_qp_unmap(qp);
 	iwarp_qp_put(qp->qp);
 	iwarp_ctx_put(qp->ctx);
@@ -829,6 +742,8 @@ static int iwarp_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
 
+	if (!qp->uc)
+		return iwarp_ib_kpost_send(qp, wr, bad_wr);
 	*bad_wr = wr;
 	if (wr)
 		return -EINVAL;
@@ -1066,6 +981,21 @@ static void iwarp_ib_cm_params(struct iwarp_cm_params *p, const struct iw_cm_con
 }
 
 /*
+ * A kernel QP is connected only for the kernel user that made it with
+ * rdma_create_qp() on the rdma_cm id asking: iw_cm's id is rdma_cm's
+ * (its context the rdma_cm id, rdma_cm's private structure beginning
+ * with it, in 6.1 and 6.12), and that id's qp is the kernel QP. An
+ * rdma_cm id of a process (ucma) has none, so no process connects the
+ * kernel's QPs by naming their numbers.
+ */
+static bool iwarp_ib_iw_kernel_qp_ok(struct iw_cm_id *id, struct iwarp_ib_qp *qp)
+{
+	const struct rdma_cm_id *rid = id->context;
+
+	return rid && rid->qp == &qp->base;
+}
+
+/*
  * The QP iw_cm holds a reference to for this call (iw_get_qp() before
  * it): alive until that reference goes. iw_cm connects and accepts in
  * the task of rdma_cm's user (ucma's write()), and QP numbers are
@@ -1079,7 +1009,11 @@ static struct iwarp_ib_qp *iwarp_ib_iw_qp(struct iw_cm_id *id, u32 qpn)
 	rcu_read_lock();
 	qp = iwarp_ib_qp_rcu(id->device, qpn);
 	rcu_read_unlock();
-	return qp && qp->uc->mm == current->mm ? qp : NULL;
+	if (!qp)
+		return NULL;
+	if (qp->uc)
+		return qp->uc->mm == current->mm ? qp : NULL;
+	return iwarp_ib_iw_kernel_qp_ok(id, qp) ? qp : NULL;
 }
 
 static u16 iwarp_ib_addr_port(const struct sockaddr_storage *a)
@@ -1233,33 +1167,6 @@ static int iwarp_ib_iw_destroy_listen(struct iw_cm_id *id)
 }
 
 /*
- * Kernel verbs the core requires of a device rdma_cm serves: none are
- * implemented yet (stage 3), so a kernel user fails at its first call
- * (ib_alloc_pd: EOPNOTSUPP); user CQs and QPs never reach these.
- */
-static int iwarp_ib_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
-{
-	return -EOPNOTSUPP;
-}
-
-static int iwarp_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
-{
-	return -EOPNOTSUPP;
-}
-
-static int iwarp_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-			      const struct ib_recv_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return -EOPNOTSUPP;
-}
-
-static struct ib_mr *iwarp_ib_get_dma_mr(struct ib_pd *ibpd, int access)
-{
-	return ERR_PTR(-EOPNOTSUPP);
-}
-
-/*
  * uverbs' mmap() of the uverbs file, under the caller's mmap_lock; the
  * core has set its own vm_ops and checked length and MAP_SHARED against
  * the key's entry. The ring goes in without vm_ops of ours.
@@ -1401,6 +1308,7 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	.driver_id = RDMA_DRIVER_SIW,
 	.uverbs_abi_ver = SIW_ABI_VERSION,
 
+	.alloc_mr = iwarp_ib_alloc_mr,
 	.alloc_pd = iwarp_ib_alloc_pd,
 	.alloc_ucontext = iwarp_ib_alloc_ucontext,
 	.create_cq = iwarp_ib_create_cq_op,
@@ -1424,6 +1332,7 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	.iw_get_qp = iwarp_ib_iw_get_qp,
 	.iw_reject = iwarp_ib_iw_reject,
 	.iw_rem_ref = iwarp_ib_iw_rem_ref,
+	.map_mr_sg = iwarp_ib_map_mr_sg,
 	.mmap = iwarp_ib_mmap,
 	.mmap_free = iwarp_ib_mmap_free,
 	.modify_qp = iwarp_ib_modify_qp,

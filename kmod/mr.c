@@ -68,12 +68,34 @@ bool iwarp_mr_range_ok(const struct iwarp_mr *mr, u64 to, u64 len)
 	       len <= mr->length - (to - mr->addr);
 }
 
+/* A DMA region: the octets are the direct map's, each page checked. */
+static int iwarp_mr_copy_dma(u64 to, void *buf, size_t len, bool to_mr)
+{
+	while (len) {
+		void *va = (void *)(uintptr_t)to;
+		size_t n = min_t(size_t, len, PAGE_SIZE - offset_in_page(to));
+
+		if (!virt_addr_valid(va))
+			return -EFAULT;
+		if (to_mr)
+			memcpy(va, buf, n);
+		else
+			memcpy(buf, va, n);
+		buf += n;
+		to += n;
+		len -= n;
+	}
+	return 0;
+}
+
 int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr)
 {
 	u64 off;
 
 	if (!iwarp_mr_range_ok(mr, to, len))
 		return -EFAULT;
+	if (mr->kind == IWARP_MR_DMA)
+		return iwarp_mr_copy_dma(to, buf, len, to_mr);
 	off = offset_in_page(mr->addr) + (to - mr->addr);
 	while (len) {
 		size_t pg_off = off & ~PAGE_MASK;
@@ -100,10 +122,11 @@ int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
 	return iwarp_mr_copy(mr, to, (void *)src, len, true);
 }
 
-static int iwarp_mr_ok(const struct iwarp_mr *mr, const struct iwarp_pd *pd, u32 access,
-		       u64 to, u64 len)
+/* Under iwarp_mr_rlock(): a FAST region's key may have moved on. */
+static int iwarp_mr_ok(const struct iwarp_mr *mr, u32 stag, const struct iwarp_pd *pd,
+		       u32 access, u64 to, u64 len)
 {
-	if (READ_ONCE(mr->invalid))
+	if (READ_ONCE(mr->invalid) || mr->stag != stag)
 		return -ENOENT;
 	if (mr->pd != pd || (mr->access & access) != access)
 		return -EACCES;
@@ -115,11 +138,14 @@ static int iwarp_mr_ok(const struct iwarp_mr *mr, const struct iwarp_pd *pd, u32
 int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 len)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	unsigned long flags;
 	int err;
 
 	if (!mr)
 		return -ENOENT;
-	err = iwarp_mr_ok(mr, pd, access, to, len);
+	flags = iwarp_mr_rlock(mr);
+	err = iwarp_mr_ok(mr, stag, pd, access, to, len);
+	iwarp_mr_runlock(mr, flags);
 	iwarp_mr_put(mr);
 	return err;
 }
@@ -128,13 +154,16 @@ int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void 
 		  size_t len, bool to_mr)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	unsigned long flags;
 	int err;
 
 	if (!mr)
 		return -ENOENT;
-	err = iwarp_mr_ok(mr, pd, access, to, len);
+	flags = iwarp_mr_rlock(mr);
+	err = iwarp_mr_ok(mr, stag, pd, access, to, len);
 	if (!err)
 		err = iwarp_mr_copy(mr, to, buf, len, to_mr);
+	iwarp_mr_runlock(mr, flags);
 	iwarp_mr_put(mr);
 	return err;
 }
@@ -143,6 +172,7 @@ int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_at
 		    u64 *orig)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	unsigned long flags;
 	struct page *page;
 	u64 off, old, new, seen;
 	u64 *p;
@@ -150,8 +180,11 @@ int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_at
 
 	if (!mr)
 		return -ENOENT;
-	err = iwarp_mr_ok(mr, pd, IWARP_MR_ACCESS_F_REMOTE_ATOMIC, a->to, sizeof(u64));
-	if (err || !iwp_atomic_aligned(a->to)) {
+	/* Remote access: never a DMA region (local only). */
+	flags = iwarp_mr_rlock(mr);
+	err = iwarp_mr_ok(mr, stag, pd, IWARP_MR_ACCESS_F_REMOTE_ATOMIC, a->to, sizeof(u64));
+	if (err || !iwp_atomic_aligned(a->to) || mr->kind == IWARP_MR_DMA) {
+		iwarp_mr_runlock(mr, flags);
 		iwarp_mr_put(mr);
 		return err ?: -EINVAL;
 	}
@@ -178,22 +211,52 @@ int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_at
 	kunmap_local(p);
 	if (!err)
 		flush_dcache_page(page);
+	iwarp_mr_runlock(mr, flags);
 	iwarp_mr_put(mr);
 	*orig = old;
 	return err;
 }
 
+/* The write side of iwarp_mr_rlock(). */
+static unsigned long iwarp_mr_wlock(struct iwarp_mr *mr)
+	__acquires(&mr->lock)
+{
+	unsigned long flags = 0;
+
+	if (mr->kind == IWARP_MR_FAST)
+		write_lock_irqsave(&mr->lock, flags);
+	else
+		__acquire(&mr->lock);
+	return flags;
+}
+
+static void iwarp_mr_wunlock(struct iwarp_mr *mr, unsigned long flags)
+	__releases(&mr->lock)
+{
+	if (mr->kind == IWARP_MR_FAST)
+		write_unlock_irqrestore(&mr->lock, flags);
+	else
+		__release(&mr->lock);
+}
+
 int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd, bool remote)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	unsigned long flags;
 	int err = 0;
 
 	if (!mr)
 		return -ENOENT;
-	if (mr->pd != pd || (remote && !(mr->access & IWARP_MR_ACCESS_F_REMOTE_ALL)))
+	/* FAST: once this returns, no access to the old registration runs. */
+	flags = iwarp_mr_wlock(mr);
+	if (mr->stag != stag)
+		err = -ENOENT;
+	else if (mr->pd != pd || mr->kind == IWARP_MR_DMA ||
+		 (remote && !(mr->access & IWARP_MR_ACCESS_F_REMOTE_ALL)))
 		err = -EACCES;
 	else
 		WRITE_ONCE(mr->invalid, true);
+	iwarp_mr_wunlock(mr, flags);
 	iwarp_mr_put(mr);
 	return err;
 }
@@ -250,6 +313,12 @@ static int iwarp_mr_pin(struct iwarp_mr *mr, struct netlink_ext_ack *extack)
 
 static void iwarp_mr_unpin(struct iwarp_mr *mr)
 {
+	if (mr->kind != IWARP_MR_USER) {
+		kvfree(mr->pages);	/* the ULP's pages: never pinned */
+		kvfree(mr->staged);
+		mr->pages = NULL;
+		return;
+	}
 	unpin_user_pages_dirty_lock(mr->pages, mr->npages, iwarp_mr_writable(mr->access));
 	kvfree(mr->pages);
 	mr->pages = NULL;
@@ -286,41 +355,95 @@ static void iwarp_mr_teardown(struct iwarp_mr *mr)
 	iwarp_mr_free(mr);
 }
 
+/*
+ * Gives @mr an STag (a free index, a random key) and publishes it in its
+ * context and in the module-wide index. Process context.
+ */
+static int iwarp_mr_publish(struct iwarp_ctx *ctx, struct iwarp_mr *mr,
+			    struct netlink_ext_ack *extack)
+{
+	u32 index;
+	int err;
+
+	err = xa_alloc_cyclic(&iwarp_mr_index, &index, NULL,
+			      XA_LIMIT(1, IWARP_MR_MAX_INDEX), &iwarp_mr_next_index,
+			      GFP_KERNEL);
+	if (err < 0) {
+		if (err == -EBUSY) {
+			NL_SET_ERR_MSG(extack, "IWARP_A_MR_STAG: no free STag");
+			err = -ENOSPC;
+		}
+		return err;
+	}
+	mr->stag = index << 8 | get_random_u8();
+
+	err = iwarp_ctx_lock(ctx, extack);
+	if (!err) {
+		err = xa_insert(&ctx->mrs, index, mr, GFP_KERNEL_ACCOUNT);
+		if (!err)
+			xa_store(&iwarp_mr_index, index, mr, GFP_KERNEL);
+		iwarp_ctx_unlock(ctx);
+	}
+	if (err)
+		xa_erase(&iwarp_mr_index, index);
+	return err;
+}
+
+/* A new region of @ctx with its registration's reference, in no PD yet. */
+static struct iwarp_mr *iwarp_mr_new(struct iwarp_ctx *ctx, u8 kind, u32 access)
+{
+	struct iwarp_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+
+	if (!mr)
+		return NULL;
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->unused);
+	rwlock_init(&mr->lock);
+	iwarp_ctx_get(ctx);
+	mr->ctx = ctx;
+	mr->kind = kind;
+	mr->access = access;
+	atomic_inc(&iwarp_verbs_live.mrs);
+	return mr;
+}
+
+/* Takes a use of PD @pd_id of @ctx for @mr. */
+static int iwarp_mr_use_pd(struct iwarp_ctx *ctx, struct iwarp_mr *mr, u32 pd_id,
+			   struct netlink_ext_ack *extack)
+{
+	int err = iwarp_ctx_lock(ctx, extack);
+
+	if (err)
+		return err;
+	mr->pd = iwarp_pd_use(ctx, pd_id);
+	iwarp_ctx_unlock(ctx);
+	if (!mr->pd) {
+		NL_SET_ERR_MSG(extack, "IWARP_A_PD_ID: no such PD in the context");
+		return -ENOENT;
+	}
+	return 0;
+}
+
 int iwarp_mr_reg(struct iwarp_ctx *ctx, u32 pd_id, u64 addr, u64 length, u32 access,
 		 u32 *stag, struct netlink_ext_ack *extack)
 {
 	struct mm_struct *mm = current->mm;
 	struct iwarp_mr *mr;
-	u32 index;
 	int err;
 
 	if (!mm || addr + length > TASK_SIZE) {
 		NL_SET_ERR_MSG(extack, "IWARP_A_MR_ADDR: the range is not mapped with the requested access");
 		return -EFAULT;
 	}
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	mr = iwarp_mr_new(ctx, IWARP_MR_USER, access);
 	if (!mr)
 		return -ENOMEM;
-	refcount_set(&mr->ref, 1);
-	init_completion(&mr->unused);
-	iwarp_ctx_get(ctx);
-	mr->ctx = ctx;
 	mr->addr = addr;
 	mr->length = length;
-	mr->access = access;
 	mr->npages = (PAGE_ALIGN(addr + length) - (addr & PAGE_MASK)) >> PAGE_SHIFT;
-	atomic_inc(&iwarp_verbs_live.mrs);
-
-	err = iwarp_ctx_lock(ctx, extack);
+	err = iwarp_mr_use_pd(ctx, mr, pd_id, extack);
 	if (err)
 		goto err_free;
-	mr->pd = iwarp_pd_use(ctx, pd_id);
-	iwarp_ctx_unlock(ctx);
-	if (!mr->pd) {
-		NL_SET_ERR_MSG(extack, "IWARP_A_PD_ID: no such PD in the context");
-		err = -ENOENT;
-		goto err_free;
-	}
 
 	err = account_locked_vm(mm, mr->npages, true);
 	if (err) {
@@ -336,33 +459,12 @@ int iwarp_mr_reg(struct iwarp_ctx *ctx, u32 pd_id, u64 addr, u64 length, u32 acc
 		goto err_free;
 	atomic_long_add(mr->npages, &iwarp_verbs_live.pinned_pages);
 
-	err = xa_alloc_cyclic(&iwarp_mr_index, &index, NULL,
-			      XA_LIMIT(1, IWARP_MR_MAX_INDEX), &iwarp_mr_next_index,
-			      GFP_KERNEL);
-	if (err < 0) {
-		if (err == -EBUSY) {
-			NL_SET_ERR_MSG(extack, "IWARP_A_MR_STAG: no free STag");
-			err = -ENOSPC;
-		}
+	err = iwarp_mr_publish(ctx, mr, extack);
+	if (err)
 		goto err_unpin;
-	}
-	mr->stag = index << 8 | get_random_u8();
-
-	err = iwarp_ctx_lock(ctx, extack);
-	if (err)
-		goto err_index;
-	err = xa_insert(&ctx->mrs, index, mr, GFP_KERNEL_ACCOUNT);
-	if (!err) {
-		xa_store(&iwarp_mr_index, index, mr, GFP_KERNEL);
-		*stag = mr->stag;
-	}
-	iwarp_ctx_unlock(ctx);
-	if (err)
-		goto err_index;
+	*stag = mr->stag;
 	return 0;
 
-err_index:
-	xa_erase(&iwarp_mr_index, index);
 err_unpin:
 	iwarp_mr_unpin(mr);
 err_free:
@@ -370,6 +472,119 @@ err_free:
 	return err;
 }
 EXPORT_SYMBOL_GPL(iwarp_mr_reg);
+
+struct iwarp_mr *iwarp_mr_alloc_kernel(struct iwarp_ctx *ctx, u32 pd_id, u8 kind, u32 access,
+				       u32 max_pages)
+{
+	struct iwarp_mr *mr;
+	int err;
+
+	if (kind == IWARP_MR_DMA ? access & ~IWARP_MR_ACCESS_F_LOCAL_WRITE :
+	    kind != IWARP_MR_FAST || !max_pages || max_pages > IWARP_MR_MAX_FAST_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = iwarp_mr_new(ctx, kind, access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	if (kind == IWARP_MR_DMA) {
+		mr->length = U64_MAX;	/* addresses are checked per page */
+	} else {
+		mr->invalid = true;
+		mr->max_pages = max_pages;
+		mr->pages = kvcalloc(max_pages, sizeof(*mr->pages), GFP_KERNEL);
+		mr->staged = kvcalloc(max_pages, sizeof(*mr->staged), GFP_KERNEL);
+		if (!mr->pages || !mr->staged) {
+			err = -ENOMEM;
+			goto err_unpin;
+		}
+	}
+	err = iwarp_mr_use_pd(ctx, mr, pd_id, NULL);
+	if (err)
+		goto err_unpin;
+	err = iwarp_mr_publish(ctx, mr, NULL);
+	if (err)
+		goto err_unpin;
+	return mr;
+
+err_unpin:
+	iwarp_mr_unpin(mr);
+	iwarp_mr_free(mr);
+	return ERR_PTR(err);
+}
+EXPORT_SYMBOL_GPL(iwarp_mr_alloc_kernel);
+
+int iwarp_mr_fast_stage(struct iwarp_mr *mr, u32 i, u64 va)
+{
+	void *p = (void *)(uintptr_t)va;
+
+	if (i >= mr->max_pages)
+		return -ENOMEM;
+	if (!virt_addr_valid(p))
+		return -EINVAL;
+	WRITE_ONCE(mr->staged[i], virt_to_page(p));
+	return 0;
+}
+EXPORT_SYMBOL_GPL(iwarp_mr_fast_stage);
+
+int iwarp_mr_fast_staged(struct iwarp_mr *mr, u64 addr, u64 length, u32 n)
+{
+	if (n > mr->max_pages || addr + length < addr)
+		return -EINVAL;
+	WRITE_ONCE(mr->staged_addr, addr);
+	WRITE_ONCE(mr->staged_len, length);
+	WRITE_ONCE(mr->nstaged, n);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(iwarp_mr_fast_staged);
+
+int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 access)
+{
+	struct iwarp_mr *mr;
+	unsigned long flags;
+	u64 addr, len;
+	u32 n, i;
+	int err = 0;
+
+	rcu_read_lock();
+	mr = xa_load(&iwarp_mr_index, iwarp_mr_index_of(stag));
+	if (mr && !refcount_inc_not_zero(&mr->ref))
+		mr = NULL;
+	rcu_read_unlock();
+	if (!mr)
+		return -ENOENT;
+	if (mr->kind != IWARP_MR_FAST || mr->pd != pd || (access & ~__IWARP_MR_ACCESS_F_ALL)) {
+		iwarp_mr_put(mr);
+		return -EACCES;
+	}
+	/* The staged list is the ULP's to change until REG_MR runs: one copy. */
+	addr = READ_ONCE(mr->staged_addr);
+	len = READ_ONCE(mr->staged_len);
+	n = READ_ONCE(mr->nstaged);
+	write_lock_irqsave(&mr->lock, flags);
+	if (!READ_ONCE(mr->invalid)) {
+		err = -EBUSY;
+	} else if (n > mr->max_pages || addr + len < addr ||
+		   (PAGE_ALIGN(addr + len) - (addr & PAGE_MASK)) >> PAGE_SHIFT > n) {
+		err = -EINVAL;
+	} else {
+		for (i = 0; i < n; i++) {
+			mr->pages[i] = READ_ONCE(mr->staged[i]);
+			if (!mr->pages[i])
+				err = -EINVAL;
+		}
+	}
+	if (!err) {
+		mr->npages = n;
+		mr->addr = addr;
+		mr->length = len;
+		mr->access = access;
+		WRITE_ONCE(mr->stag, stag);
+		WRITE_ONCE(mr->invalid, false);
+	}
+	write_unlock_irqrestore(&mr->lock, flags);
+	iwarp_mr_put(mr);
+	return err;
+}
+EXPORT_SYMBOL_GPL(iwarp_mr_fast_reg);
 
 int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *extack)
 {

@@ -19,6 +19,7 @@
 #include <linux/completion.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 
 struct iwarp_ctx;
@@ -35,9 +36,34 @@ struct page;
 #define IWARP_MR_MAX_LENGTH	BIT_ULL(38)
 /* STag indexes (the STag's upper 24 bits): the module's MRs at most */
 #define IWARP_MR_MAX_INDEX	((1U << 24) - 1)
+/* Pages of a FAST region (what the device reports: siw's figure). */
+#define IWARP_MR_MAX_FAST_PAGES	256U
+
+/*
+ * What a region's memory is:
+ * - USER: a process's pages, pinned at registration (iwarp_mr_reg()).
+ * - DMA: every octet of the kernel's direct map, tagged offsets being
+ *   kernel virtual addresses (the RDMA core's virtual DMA addresses of a
+ *   device without a DMA device): a kernel PD's local key, never remote.
+ * - FAST: a kernel ULP's fast-registration region: invalid from its
+ *   allocation, registered by a REG_MR work request (iwarp_mr_fast_reg())
+ *   with the page list staged before (iwarp_mr_fast_stage()), until
+ *   invalidated; then registered again, under a new key. The pages are
+ *   the ULP's, which frees or reuses them once the invalidation
+ *   completed: so every access, check and copy, runs under the region's
+ *   read lock and the registration and invalidation under its write
+ *   lock (iwarp_mr_rlock()), and no octet moves after an invalidation
+ *   returned.
+ */
+enum iwarp_mr_kind {
+	IWARP_MR_USER,
+	IWARP_MR_DMA,
+	IWARP_MR_FAST,
+};
 
 struct iwarp_mr {
 	refcount_t ref;			/* registration + iwarp_mr_get() users */
+	u8 kind;			/* enum iwarp_mr_kind, fixed */
 	struct completion unused;	/* ref reached zero */
 	struct iwarp_ctx *ctx;		/* held */
 	struct iwarp_pd *pd;		/* used */
@@ -49,8 +75,68 @@ struct iwarp_mr {
 	struct mm_struct *mm;		/* pages charged to its locked_vm */
 	struct page **pages;		/* npages pinned, from addr & PAGE_MASK */
 	unsigned long npages;
+	/* FAST: lock, and the page list the next registration takes. */
+	rwlock_t lock;
+	u32 max_pages;			/* of pages[] and staged[] */
+	u32 nstaged;
+	u64 staged_addr;
+	u64 staged_len;
+	struct page **staged;
 	struct rcu_head rcu;
 };
+
+/*
+ * The read side of a FAST region's lock, around a look at (or a copy to or
+ * from) its registration: interrupts off, since the datapath looks from
+ * process context, softirq and under spinlocks taken with interrupts off.
+ * Other kinds never change and take nothing.
+ */
+static inline unsigned long iwarp_mr_rlock(struct iwarp_mr *mr)
+	__acquires(&mr->lock)
+{
+	unsigned long flags = 0;
+
+	if (mr->kind == IWARP_MR_FAST)
+		read_lock_irqsave(&mr->lock, flags);
+	else
+		__acquire(&mr->lock);
+	return flags;
+}
+
+static inline void iwarp_mr_runlock(struct iwarp_mr *mr, unsigned long flags)
+	__releases(&mr->lock)
+{
+	if (mr->kind == IWARP_MR_FAST)
+		read_unlock_irqrestore(&mr->lock, flags);
+	else
+		__release(&mr->lock);
+}
+
+/*
+ * Kernel regions (iwarp_rdma.ko's kernel verbs), in PD @pd_id of @ctx:
+ * a DMA region (local write at most in @access) or a FAST one of at most
+ * @max_pages pages. Returns the region, whose STag is its mr->stag, valid
+ * until iwarp_mr_dereg() of that STag. Process context.
+ */
+struct iwarp_mr *iwarp_mr_alloc_kernel(struct iwarp_ctx *ctx, u32 pd_id, u8 kind, u32 access,
+				       u32 max_pages);
+/*
+ * The page list of @mr's next registration: page @i is the page of kernel
+ * virtual address @va (direct map only: -EINVAL for anything else), or
+ * -ENOMEM past max_pages. Then iwarp_mr_fast_staged() sets its tagged
+ * offset and length and the number of pages. Any context; the caller
+ * (the ULP) does not race a REG_MR of the same region.
+ */
+int iwarp_mr_fast_stage(struct iwarp_mr *mr, u32 i, u64 va);
+int iwarp_mr_fast_staged(struct iwarp_mr *mr, u64 addr, u64 length, u32 n);
+/*
+ * REG_MR: registers the staged page list of the FAST region of index
+ * @stag >> 8 under STag @stag with @access: -ENOENT if there is no such
+ * region, -EACCES if it is not FAST or not in @pd, -EBUSY if it is
+ * valid, -EINVAL if the staged list does not cover the range. Any
+ * context but NMI.
+ */
+int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 access);
 
 /*
  * Registers [@addr, @addr + @length) of the current process (length and

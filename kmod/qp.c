@@ -83,6 +83,12 @@ static int iwarp_qp_alloc_rings(struct iwarp_qp *qp, const struct iwarp_qp_init 
 		return err ?: iwarp_ring_alloc_plain(&qp->rq, init->rq_entries,
 						     sizeof(struct siw_rqe), 0);
 	}
+	if (init->kern) {
+		err = iwarp_ring_alloc_kernel(&qp->sq, init->sq_entries,
+					      sizeof(struct iwarp_sqe), IWARP_RING_F_IDLE);
+		return err ?: iwarp_ring_alloc_kernel(&qp->rq, init->rq_entries,
+						      sizeof(struct iwarp_rqe), 0);
+	}
 	err = iwarp_ring_alloc(&qp->sq, init->sq_entries, sizeof(struct iwarp_sqe),
 			       IWARP_RING_F_IDLE);
 	if (err) {
@@ -165,6 +171,7 @@ struct iwarp_qp *iwarp_qp_create(struct iwarp_ctx *ctx, const struct iwarp_qp_in
 	qp->ctx = ctx;
 	qp->state = IWARP_QP_STATE_IDLE;
 	qp->fmt = init->fmt;
+	qp->kern = init->fmt == IWARP_QP_FMT_IWARP && init->kern;
 	mutex_init(&qp->idle_lock);
 	atomic_inc(&iwarp_verbs_live.qps);
 
@@ -246,10 +253,12 @@ void iwarp_qp_destroy_all(struct iwarp_ctx *ctx)
 }
 
 /*
- * A siw QP in error that never had a connection (iwarp_qp_set_error()):
- * completes what is posted, SQ first, then RQ, with FLUSH_ERR; again at
- * each doorbell. The /dev/iwarp front end has no error without a
- * connection, and its rings are the tail's: nothing to do for them.
+ * A siw or kernel QP in error that never had a connection
+ * (iwarp_qp_set_error()): completes what is posted, SQ first, then RQ,
+ * with FLUSH_ERR; again at each doorbell. A kernel QP's rings say ERROR
+ * and IDLE first, so that what its front end posts later rings the
+ * doorbell. The /dev/iwarp front end has no error without a connection,
+ * and its rings are the tail's: nothing to do for them.
  */
 static void iwarp_qp_flush_idle(struct iwarp_qp *qp)
 {
@@ -257,9 +266,17 @@ static void iwarp_qp_flush_idle(struct iwarp_qp *qp)
 	u32 end;
 	u8 op;
 
-	if (qp->fmt != IWARP_QP_FMT_SIW)
+	if (qp->fmt != IWARP_QP_FMT_SIW && !qp->kern)
 		return;
 	mutex_lock(&qp->idle_lock);
+	if (qp->kern) {
+		iwarp_ring_flags_mod(&qp->sq, IWARP_RING_F_ERROR | IWARP_RING_F_IDLE, 0);
+		iwarp_ring_flags_mod(&qp->rq, IWARP_RING_F_ERROR | IWARP_RING_F_IDLE, 0);
+		/* The flags before the heads: pairs with the front end's post. */
+		smp_mb();
+		qp->sq_pos = READ_ONCE(qp->sq.ctrl->tail);
+		qp->rq_pos = READ_ONCE(qp->rq.ctrl->tail);
+	}
 	end = iwarp_wq_posted(qp, &qp->sq, qp->sq_pos, qp->sq_pos + qp->sq.entries);
 	for (; qp->sq_pos != end; qp->sq_pos++) {
 		iwarp_sq_untaken(qp, qp->sq_pos, &cqe.wr_id, &op);
@@ -271,6 +288,12 @@ static void iwarp_qp_flush_idle(struct iwarp_qp *qp)
 	for (; qp->rq_pos != end; qp->rq_pos++) {
 		cqe.wr_id = iwarp_rq_untaken(qp, qp->rq_pos);
 		iwarp_cq_post(qp->recv_cq, &cqe);
+	}
+	if (qp->kern) {
+		/* Frees the slots; each pairs with the front end's acquire load of tail. */
+		smp_store_release(&qp->sq.ctrl->tail, qp->sq_pos);
+		/* The same for the RQ. */
+		smp_store_release(&qp->rq.ctrl->tail, qp->rq_pos);
 	}
 	mutex_unlock(&qp->idle_lock);
 }

@@ -34,13 +34,20 @@ struct iwarp_qp {
 	u32 id;
 	u8 state;			/* enum iwarp_qp_state, READ_ONCE */
 	u8 fmt;				/* enum iwarp_qp_fmt */
+	/*
+	 * A kernel front end's QP (iwarp_rdma.ko's kernel verbs): IWARP
+	 * rings that nothing maps, charged to nobody, into which the front
+	 * end also posts the kernel's own work requests (wq.h).
+	 */
+	bool kern;
 	struct iwarp_conn *conn;	/* held; iwarp_qp_conn_lock */
 	struct iwarp_ring sq;
 	struct iwarp_ring rq;
 	/*
 	 * SIW: the next slot of each ring to take or flush while the QP has
 	 * no connection; a connection starts there (iwarp_sq_start()).
-	 * Under idle_lock, which iwarp_qp_flush_idle() holds.
+	 * Under idle_lock, which iwarp_qp_flush_idle() holds. (A kernel
+	 * QP's rings have their tails for this.)
 	 */
 	struct mutex idle_lock;
 	u32 sq_pos;
@@ -61,6 +68,7 @@ struct iwarp_qp_init {
 	u32 sq_entries;			/* checked by the caller */
 	u32 rq_entries;			/* checked by the caller */
 	u8 fmt;				/* enum iwarp_qp_fmt */
+	bool kern;			/* IWARP_QP_FMT_IWARP only */
 };
 
 /* Creates a QP; returns it with a reference for the caller. */

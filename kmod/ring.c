@@ -72,8 +72,10 @@ static void iwarp_ring_mem_put(struct iwarp_ring_mem *mem)
 		return;
 	vunmap(mem->vaddr);
 	iwarp_ring_free_pages(mem);
-	atomic64_sub(mem->npages, &mem->mm->pinned_vm);
-	mmdrop(mem->mm);
+	if (mem->mm) {
+		atomic64_sub(mem->npages, &mem->mm->pinned_vm);
+		mmdrop(mem->mm);
+	}
 	kfree(mem);
 }
 
@@ -114,11 +116,14 @@ err_mem:
 	return NULL;
 }
 
-/* @ctrl octets of control in front of the slots, @extra after them. */
+/*
+ * @ctrl octets of control in front of the slots, @extra after them; a
+ * @kernel ring is charged to nobody's RLIMIT_MEMLOCK.
+ */
 static int iwarp_ring_alloc_layout(struct iwarp_ring *ring, u32 requested, u32 entry_size,
-				   size_t ctrl, size_t extra)
+				   size_t ctrl, size_t extra, bool kernel)
 {
-	struct mm_struct *mm = current->mm;
+	struct mm_struct *mm = kernel ? NULL : current->mm;
 	struct iwarp_ring_mem *mem;
 	unsigned long npages;
 	u32 entries;
@@ -128,22 +133,27 @@ static int iwarp_ring_alloc_layout(struct iwarp_ring *ring, u32 requested, u32 e
 	memset(ring, 0, sizeof(*ring));
 	if (!iwarp_ring_entries_valid(requested))
 		return -EINVAL;
-	if (!mm)
+	if (!mm && !kernel)
 		return -EFAULT;
 	entries = roundup_pow_of_two(requested);
 	size = PAGE_ALIGN(ctrl + (size_t)entries * entry_size + extra);
 	npages = size >> PAGE_SHIFT;
 
-	err = iwarp_ring_charge(mm, npages);
-	if (err)
-		return err;
+	if (mm) {
+		err = iwarp_ring_charge(mm, npages);
+		if (err)
+			return err;
+	}
 	mem = iwarp_ring_mem_alloc(npages);
 	if (!mem) {
-		atomic64_sub(npages, &mm->pinned_vm);
+		if (mm)
+			atomic64_sub(npages, &mm->pinned_vm);
 		return -ENOMEM;
 	}
-	mmgrab(mm);
-	mem->mm = mm;
+	if (mm) {
+		mmgrab(mm);
+		mem->mm = mm;
+	}
 
 	ring->mem = mem;
 	ring->slots = mem->vaddr + ctrl;
@@ -153,11 +163,13 @@ static int iwarp_ring_alloc_layout(struct iwarp_ring *ring, u32 requested, u32 e
 	return 0;
 }
 
-int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags)
+static int iwarp_ring_alloc_ctrl(struct iwarp_ring *ring, u32 requested, u32 entry_size,
+				 u32 flags, bool kernel)
 {
 	int err;
 
-	err = iwarp_ring_alloc_layout(ring, requested, entry_size, IWARP_RING_CTRL_SIZE, 0);
+	err = iwarp_ring_alloc_layout(ring, requested, entry_size, IWARP_RING_CTRL_SIZE, 0,
+				      kernel);
 	if (err)
 		return err;
 	ring->ctrl = ring->mem->vaddr;
@@ -167,9 +179,19 @@ int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32
 	return 0;
 }
 
+int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags)
+{
+	return iwarp_ring_alloc_ctrl(ring, requested, entry_size, flags, false);
+}
+
+int iwarp_ring_alloc_kernel(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags)
+{
+	return iwarp_ring_alloc_ctrl(ring, requested, entry_size, flags, true);
+}
+
 int iwarp_ring_alloc_plain(struct iwarp_ring *ring, u32 requested, u32 entry_size, size_t extra)
 {
-	return iwarp_ring_alloc_layout(ring, requested, entry_size, 0, extra);
+	return iwarp_ring_alloc_layout(ring, requested, entry_size, 0, extra, false);
 }
 
 void iwarp_ring_free(struct iwarp_ring *ring)

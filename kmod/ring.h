@@ -55,6 +55,12 @@ static inline bool iwarp_ring_entries_valid(u32 requested)
  */
 int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags);
 /*
+ * A kernel front end's ring (iwarp_rdma.ko's kernel verbs), which nothing
+ * maps: as iwarp_ring_alloc(), charged to nobody's RLIMIT_MEMLOCK, in any
+ * process context (a kernel thread's too).
+ */
+int iwarp_ring_alloc_kernel(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags);
+/*
  * A ring without a control page (the siw ABI's, which iwarp_rdma.ko
  * speaks): the slots from the first octet, then @extra octets (a CQ's
  * siw_cq_ctrl); ring->ctrl is NULL. Sizes and charges as

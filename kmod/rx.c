@@ -183,9 +183,15 @@ static bool iwarp_rx_stag_bad(struct iwarp_conn *conn, const struct iwp_ddp_msg 
 			      u32 access, u32 plen, struct iwp_term *t)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(m->stag);
+	unsigned long flags;
 	bool bad = true;
 
-	if (!mr || READ_ONCE(mr->invalid))
+	if (!mr) {
+		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_INV_STAG);
+		return true;
+	}
+	flags = iwarp_mr_rlock(mr);
+	if (READ_ONCE(mr->invalid) || mr->stag != m->stag)
 		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_INV_STAG);
 	else if (mr->pd != conn->qp->pd)
 		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_STAG_STREAM);
@@ -197,8 +203,8 @@ static bool iwarp_rx_stag_bad(struct iwarp_conn *conn, const struct iwp_ddp_msg 
 		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_BOUNDS);
 	else
 		bad = false;
-	if (mr)
-		iwarp_mr_put(mr);
+	iwarp_mr_runlock(mr, flags);
+	iwarp_mr_put(mr);
 	return bad;
 }
 
@@ -545,9 +551,14 @@ static int iwarp_rx_src_check(struct iwarp_conn *conn, const struct iwp_rx_ev *e
 			      u64 to, u32 len, u32 access)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	unsigned long flags;
 	u8 ecode = 0xff;
 
-	if (!mr || READ_ONCE(mr->invalid))
+	if (!mr)
+		return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT,
+					  IWP_RDMAP_EC_INV_STAG);
+	flags = iwarp_mr_rlock(mr);
+	if (READ_ONCE(mr->invalid) || mr->stag != stag)
 		ecode = IWP_RDMAP_EC_INV_STAG;
 	else if (mr->pd != conn->qp->pd)
 		ecode = IWP_RDMAP_EC_STAG_STREAM;
@@ -557,8 +568,8 @@ static int iwarp_rx_src_check(struct iwarp_conn *conn, const struct iwp_rx_ev *e
 		ecode = IWP_RDMAP_EC_TO_WRAP;
 	else if (!iwarp_mr_range_ok(mr, to, len))
 		ecode = IWP_RDMAP_EC_BOUNDS;
-	if (mr)
-		iwarp_mr_put(mr);
+	iwarp_mr_runlock(mr, flags);
+	iwarp_mr_put(mr);
 	if (ecode == 0xff)
 		return 0;
 	return iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, ecode);
@@ -725,8 +736,14 @@ static void iwarp_rx_read_done(struct iwarp_conn *conn, u32 plen, bool last)
 	o = &conn->orq[conn->orq_head % conn->ord];
 	o->placed += plen;
 	if (last) {
-		if (o->sq_idx != U32_MAX)
-			conn->swq[o->sq_idx & (conn->qp->sq.entries - 1)].done = 1;
+		if (o->sq_idx != U32_MAX) {
+			struct iwarp_swqe *e = &conn->swq[o->sq_idx & (conn->qp->sq.entries - 1)];
+
+			/* READ_INV: no octet reaches the sink after its completion. */
+			if (o->inv && iwarp_mr_invalidate(o->inv_stag, conn->qp->pd, false))
+				e->status = IWARP_WC_LOC_PROT_ERR;
+			e->done = 1;
+		}
 		conn->orq_head++;
 		iwarp_sq_complete(conn);
 		kick = iwarp_rx_ord_free(conn);

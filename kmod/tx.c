@@ -212,7 +212,8 @@ static bool iwarp_wr_atomic(u8 opcode)
 /* Whether a WR of @opcode counts against ORD (RDMAP-EXT-16). */
 static bool iwarp_wr_ord(u8 opcode)
 {
-	return opcode == IWARP_WR_READ || iwarp_wr_atomic(opcode);
+	return opcode == IWARP_WR_READ || opcode == IWARP_WR_KERN_READ_INV ||
+	       iwarp_wr_atomic(opcode);
 }
 
 /*
@@ -261,7 +262,7 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	struct iwarp_swqe *e;
 	unsigned long flags;
 	u32 outstanding;
-	bool write_sink, stall;
+	bool write_sink, stall, kern_op;
 	int err;
 
 	if (!iwarp_sq_fetch(conn, wr))
@@ -296,12 +297,14 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	e->imm = 0;
 	spin_unlock_irqrestore(&conn->lock, flags);
 
-	if ((wr->flags & ~__IWARP_WR_F_ALL) || wr->opcode >= __IWARP_WR_MAX) {
+	kern_op = qp->kern && (wr->opcode == IWARP_WR_KERN_REG_MR ||
+			       wr->opcode == IWARP_WR_KERN_READ_INV);
+	if ((wr->flags & ~__IWARP_WR_F_ALL) || (wr->opcode >= __IWARP_WR_MAX && !kern_op)) {
 		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
 		return -EINVAL;
 	}
 	/* RFC 7306 operations go only where the user said the peer takes them. */
-	if (wr->opcode >= IWARP_WR_IMM && !conn->rfc7306) {
+	if (wr->opcode >= IWARP_WR_IMM && !kern_op && !conn->rfc7306) {
 		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
 		return -EOPNOTSUPP;
 	}
@@ -322,7 +325,13 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 		iwarp_cur_done(conn, err ? IWARP_WC_LOC_PROT_ERR : IWARP_WC_SUCCESS, true);
 		return 1;
 	}
-	if (wr->opcode == IWARP_WR_READ &&
+	/* In order: the Sends and Reads posted after it see the registration. */
+	if (wr->opcode == IWARP_WR_KERN_REG_MR) {
+		err = iwarp_mr_fast_reg(wr->rkey, qp->pd, (u32)wr->imm_data);
+		iwarp_cur_done(conn, err ? IWARP_WC_LOC_PROT_ERR : IWARP_WC_SUCCESS, true);
+		return 1;
+	}
+	if ((wr->opcode == IWARP_WR_READ || wr->opcode == IWARP_WR_KERN_READ_INV) &&
 	    ((wr->flags & IWARP_WR_F_INLINE) || wr->num_sge > 1)) {
 		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
 		return -EINVAL;
@@ -381,6 +390,8 @@ static int iwarp_tx_read_req(struct iwarp_conn *conn)
 		.sink_stag = m.u.rreq.sink_stag,
 		.sink_to = m.u.rreq.sink_to,
 		.len = m.u.rreq.read_size,
+		.inv = wr->opcode == IWARP_WR_KERN_READ_INV,
+		.inv_stag = wr->inv_stag,
 	});
 	return 0;
 }
@@ -468,7 +479,7 @@ static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn)
 	int hlen, err;
 	u32 plen;
 
-	if (wr->opcode == IWARP_WR_READ)
+	if (wr->opcode == IWARP_WR_READ || wr->opcode == IWARP_WR_KERN_READ_INV)
 		return iwarp_tx_read_req(conn);
 	if (wr->opcode == IWARP_WR_IMM)
 		return iwarp_tx_imm(conn);

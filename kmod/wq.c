@@ -151,6 +151,10 @@ u8 iwarp_wc_opcode(u8 wr_opcode)
 		[IWARP_WR_ATOMIC_CMPSWAP] = IWARP_WC_ATOMIC,
 	};
 
+	if (wr_opcode == IWARP_WR_KERN_REG_MR)
+		return IWARP_WC_KERN_REG_MR;
+	if (wr_opcode == IWARP_WR_KERN_READ_INV)
+		return IWARP_WC_READ;
 	return wr_opcode < __IWARP_WR_MAX ? wc_op[wr_opcode] : IWARP_WC_SEND;
 }
 

@@ -38,6 +38,19 @@
 struct siw_sqe;
 struct siw_rqe;
 
+/*
+ * Work requests only a kernel front end's QPs (qp->kern, whose rings
+ * nothing maps) may post, beyond the uapi's (enum iwarp_wr_opcode):
+ * - REG_MR: registers a FAST region's staged page list (mr.h) under STag
+ *   rkey with the access rights in imm_data; completes as
+ *   IWARP_WC_KERN_REG_MR.
+ * - READ_INV: an RDMA Read whose sink STag inv_stag is invalidated when
+ *   the last of its response is placed, before it completes (READ).
+ */
+#define IWARP_WR_KERN_REG_MR	0x40
+#define IWARP_WR_KERN_READ_INV	0x41
+#define IWARP_WC_KERN_REG_MR	0x40
+
 /* The opcode a refused siw entry gets: the engine's take refuses it. */
 #define IWARP_WR_REFUSED	0xff
 /* A flag no struct iwarp_sqe may carry: set for unknown siw flags. */
