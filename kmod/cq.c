@@ -456,6 +456,44 @@ static int iwarp_cq_selftest_siw(struct iwarp_ctx *ctx)
 }
 
 /*
+ * A kernel front end's CQ (our layout, front ops): an armed completion
+ * calls comp once and disarms, an unarmed one calls nothing, a full ring
+ * calls error once; nothing is queued on the context.
+ */
+static int iwarp_cq_selftest_kernel(struct iwarp_ctx *ctx)
+{
+	struct iwarp_cqe cqe = { .wr_id = 5 };
+	struct iwarp_cq_selftest_front f = {};
+	struct iwarp_ring_ctrl *ctrl;
+	struct iwarp_event ev;
+	struct iwarp_cq *cq;
+	const char *fail = NULL;
+	int i;
+
+	cq = iwarp_cq_create_kernel(ctx, 2, &iwarp_cq_selftest_ops, &f);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	ctrl = cq->ring.ctrl;
+	WRITE_ONCE(ctrl->arm, IWARP_CQ_ARM_NEXT);
+	if (iwarp_cq_post(cq, &cqe) || f.comp != 1 || ctrl->arm != IWARP_CQ_ARM_NONE)
+		fail = "armed";
+	else if (iwarp_cq_post(cq, &cqe) || f.comp != 1)
+		fail = "unarmed";
+	for (i = 0; !fail && i < 2; i++)
+		if (iwarp_cq_post(cq, &cqe) != -ENOSPC || f.error != 1)
+			fail = "overflow";
+	if (!fail && (ctrl->head != 2 || iwarp_ctx_pop_event(ctx, &ev) != -ENOENT))
+		fail = "ring or events";
+	iwarp_cq_destroy(ctx, cq->id, NULL);
+	iwarp_cq_put(cq);
+	if (fail) {
+		pr_err("CQ self-test (kernel): %s\n", fail);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
  * iwarp_cq_post() on a CQ of four entries: the arm protocol (next,
  * solicited, errors), overflow, and room again after the consumer moved.
  */
@@ -509,6 +547,8 @@ int iwarp_cq_selftest(void)
 		return -EINVAL;
 	}
 	err = iwarp_cq_selftest_siw(ctx);
+	if (!err)
+		err = iwarp_cq_selftest_kernel(ctx);
 	iwarp_ctx_close(ctx);
 	return err;
 }
