@@ -709,6 +709,7 @@ static int iwarp_cm_connect_qp(struct iwarp_qp *qp, const struct sockaddr_storag
 	} else {
 		iwarp_conn_get(conn);
 		qp->conn = conn;
+		qp->had_conn = true;
 		conn->qp = qp;		/* takes the lookup's reference */
 	}
 	spin_unlock_bh(&iwarp_qp_conn_lock);
@@ -1007,6 +1008,7 @@ static int iwarp_cm_accept_claimed(struct iwarp_conn *conn, struct iwarp_qp *qp,
 	} else {
 		iwarp_conn_get(conn);
 		qp->conn = conn;
+		qp->had_conn = true;
 		conn->qp = qp;
 	}
 	spin_unlock_bh(&iwarp_qp_conn_lock);

@@ -134,6 +134,15 @@ static void iwarp_cq_teardown(struct iwarp_cq *cq)
 	iwarp_cq_put(cq);
 }
 
+void iwarp_cq_detach_front(struct iwarp_cq *cq)
+{
+	spin_lock_irq(&cq->lock);
+	cq->front = NULL;
+	cq->front_priv = NULL;
+	spin_unlock_irq(&cq->lock);
+}
+EXPORT_SYMBOL_GPL(iwarp_cq_detach_front);
+
 int iwarp_cq_destroy(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack)
 {
 	struct iwarp_cq *cq;

@@ -78,6 +78,11 @@ struct iwarp_cq *iwarp_cq_create_siw(struct iwarp_ctx *ctx, u32 entries,
  */
 struct iwarp_cq *iwarp_cq_create_kernel(struct iwarp_ctx *ctx, u32 entries,
 					const struct iwarp_cq_front_ops *ops, void *priv);
+/*
+ * Ends @cq's calls into its front end before its destroy (the core's
+ * pre_destroy_cq); completions are still posted. Process context.
+ */
+void iwarp_cq_detach_front(struct iwarp_cq *cq);
 int iwarp_cq_destroy(struct iwarp_ctx *ctx, u32 id, struct netlink_ext_ack *extack);
 /* release(): destroys every CQ of a dead context. */
 void iwarp_cq_destroy_all(struct iwarp_ctx *ctx);

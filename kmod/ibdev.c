@@ -41,6 +41,7 @@
 static atomic_t iwarp_nibdevs = ATOMIC_INIT(0);
 static DECLARE_WAIT_QUEUE_HEAD(iwarp_ibdevs_wait);
 static struct workqueue_struct *iwarp_ibdev_wq;
+struct workqueue_struct *iwarp_ib_db_wq;
 
 static bool iwarp_ib_port_up(const struct net_device *dev)
 {
@@ -273,13 +274,15 @@ static int iwarp_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 	if (!ctx)
 		return -EOPNOTSUPP;
-	if (atomic_inc_return(&iwdev->npd) > IWARP_IB_MAX_PD) {
+	/* The pool is the users'; the kernel's PDs (a few per ULP) stay out of their reach. */
+	if (udata && atomic_inc_return(&iwdev->npd) > IWARP_IB_MAX_PD) {
 		atomic_dec(&iwdev->npd);
 		return -ENOMEM;
 	}
 	err = iwarp_pd_alloc(ctx, &pd->id, NULL);
 	if (err) {
-		atomic_dec(&iwdev->npd);
+		if (udata)
+			atomic_dec(&iwdev->npd);
 		return err;
 	}
 	iwarp_ctx_get(ctx);
@@ -299,8 +302,9 @@ static int iwarp_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	 */
 	err = iwarp_pd_free(pd->ctx, pd->id, NULL);
 	WARN_ON_ONCE(err);
+	if (pd->ctx != to_iwdev(ibpd->device)->kctx)
+		atomic_dec(&to_iwdev(ibpd->device)->npd);
 	iwarp_ctx_put(pd->ctx);
-	atomic_dec(&to_iwdev(ibpd->device)->npd);
 	return 0;
 }
 
@@ -714,6 +718,8 @@ static int iwarp_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	/* An iw_get_qp() that found it has counted its reference by then. */
 	WRITE_ONCE(qp->qp->front, NULL);
 	synchronize_rcu();
+	if (!qp->uc)
+		iwarp_ib_kdestroy_qp(qp);
 	/*
 	 * Closes its connection: the sink delivers iw_cm's CLOSE (or the
 	 * reply it waits for), after which iw_cm drops its reference, as it
@@ -724,8 +730,6 @@ static int iwarp_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	WARN_ON_ONCE(err);
 	if (!refcount_dec_and_test(&qp->iw_refs))
 		wait_for_completion(&qp->iw_done);
-	if (!qp->uc)
-		iwarp_ib_kdestroy_qp(qp);
 	iwarp_ib_qp_unmap(qp);
 	iwarp_qp_put(qp->qp);
 	iwarp_ctx_put(qp->ctx);
@@ -1047,11 +1051,17 @@ static int iwarp_ib_iw_connect(struct iw_cm_id *id, struct iw_cm_conn_param *par
 
 	if (!qp)
 		return -EINVAL;
+	/*
+	 * The namespace rdma_cm resolved the addresses in: the caller's for a
+	 * process, the rdma_cm id's for a kernel user (which may connect from
+	 * any task, a kworker's included).
+	 */
 	net = qp->ctx->net;
-	if (!net_eq(current->nsproxy->net_ns, net))
+	if (!net_eq(qp->uc ? current->nsproxy->net_ns :
+		    ((const struct rdma_cm_id *)id->context)->route.addr.dev_addr.net, net))
 		return -EINVAL;
 	port = iwarp_ib_addr_port(&id->local_addr);
-	if (port && inet_port_requires_bind_service(net, port) &&
+	if (qp->uc && port && inet_port_requires_bind_service(net, port) &&
 	    !ns_capable(net->user_ns, CAP_NET_BIND_SERVICE))
 		return -EACCES;
 	cm = iwarp_ib_cm_new(id, IWARP_IB_CM_ACTIVE);
@@ -1337,6 +1347,7 @@ static const struct ib_device_ops iwarp_ib_ops = {
 	.mmap_free = iwarp_ib_mmap_free,
 	.modify_qp = iwarp_ib_modify_qp,
 	.poll_cq = iwarp_ib_poll_cq,
+	.pre_destroy_cq = iwarp_ib_pre_destroy_cq,
 	.post_recv = iwarp_ib_post_recv,
 	.post_send = iwarp_ib_post_send,
 	.query_device = iwarp_ib_query_device,
@@ -1633,8 +1644,14 @@ static int __init iwarp_ibdev_init(void)
 	iwarp_ibdev_wq = alloc_workqueue("iwarp_ibdev", 0, 0);
 	if (!iwarp_ibdev_wq)
 		return -ENOMEM;
+	iwarp_ib_db_wq = alloc_workqueue("iwarp_ib_db", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	if (!iwarp_ib_db_wq) {
+		destroy_workqueue(iwarp_ibdev_wq);
+		return -ENOMEM;
+	}
 	err = iwarp_link_front_register(&iwarp_ibdev_front);
 	if (err) {
+		destroy_workqueue(iwarp_ib_db_wq);
 		destroy_workqueue(iwarp_ibdev_wq);
 		return err;
 	}
@@ -1664,6 +1681,8 @@ static void __exit iwarp_ibdev_exit(void)
 	iwarp_cm_flush();
 	/* The last works may still be returning: the workqueue's fence. */
 	destroy_workqueue(iwarp_ibdev_wq);
+	/* Every kernel QP is gone, its doorbell work cancelled. */
+	destroy_workqueue(iwarp_ib_db_wq);
 }
 
 module_init(iwarp_ibdev_init);

@@ -110,8 +110,8 @@ struct iwarp_ib_qp {
 	refcount_t iw_refs;
 	struct completion iw_done;
 	/* Kernel QPs: the producers' locks, and the doorbell's work. */
-	spinlock_t sq_lock;
-	spinlock_t rq_lock;
+	spinlock_t sq_lock;		/* the SQ's head, its slots */
+	spinlock_t rq_lock;		/* the RQ's head, its slots */
 	bool sig_all;			/* IB_SIGNAL_ALL_WR */
 	struct work_struct db_work;
 };
@@ -146,14 +146,20 @@ static inline struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
 	return container_of(ibdev, struct iwarp_ibdev, ibdev);
 }
 
+/*
+ * The kernel QPs' doorbell works: WQ_MEM_RECLAIM (NVMe over it may be
+ * where memory is written back to), high priority. ibdev.c makes it.
+ */
+extern struct workqueue_struct *iwarp_ib_db_wq;
+
 /* ibdev_kverbs.c: the kernel verbs (udata NULL), called by ibdev.c's ops. */
 struct ib_mr *iwarp_ib_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *iwarp_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_num_sg);
 int iwarp_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int n,
 		       unsigned int *sg_offset);
-int iwarp_ib_kdereg_mr(struct iwarp_ib_mr *mr);
 int iwarp_ib_kcreate_cq(struct iwarp_ib_cq *cq, struct iwarp_ibdev *iwdev,
 			const struct ib_cq_init_attr *attr);
+int iwarp_ib_pre_destroy_cq(struct ib_cq *ibcq);
 void iwarp_ib_kdestroy_cq(struct iwarp_ib_cq *cq);
 int iwarp_ib_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc);
 int iwarp_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);

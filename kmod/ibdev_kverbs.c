@@ -28,6 +28,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/random.h>
 #include <linux/scatterlist.h>
 #include <rdma/ib_verbs.h>
 
@@ -140,8 +141,14 @@ int iwarp_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int n,
 	mr->map = NULL;
 	if (mapped <= 0)
 		return map.err ?: mapped;
-	if (iwarp_mr_fast_staged(mr->mr, ibmr->iova, ibmr->length, map.n))
+	if (iwarp_mr_fast_staged(mr->mr, map.n))
 		return -EINVAL;
+	/*
+	 * Tagged offsets of our own, not the direct-map addresses, which the
+	 * ULP advertises to its peer (a kernel address leak): random, with
+	 * the first page's offset, far from the end of the space.
+	 */
+	ibmr->iova = (get_random_u64() & GENMASK_ULL(55, PAGE_SHIFT)) | offset_in_page(ibmr->iova);
 	return mapped;
 }
 
@@ -205,6 +212,22 @@ int iwarp_ib_kcreate_cq(struct iwarp_ib_cq *cq, struct iwarp_ibdev *iwdev,
 	return 0;
 }
 
+/*
+ * ib_free_cq() stops its own polling (irq_poll, work) before destroy_cq:
+ * before that, pre_destroy_cq ends our notifications, so no completion
+ * posted meanwhile queues the core's work on a CQ about to be freed.
+ */
+int iwarp_ib_pre_destroy_cq(struct ib_cq *ibcq)
+{
+	struct iwarp_ib_cq *cq = container_of(ibcq, struct iwarp_ib_cq, base);
+
+	if (!cq->mmap) {
+		iwarp_cq_detach_front(cq->cq);
+		irq_work_sync(&cq->comp_work);
+	}
+	return 0;
+}
+
 /* Unpublished (no more comp calls), then the last handler waited for. */
 void iwarp_ib_kdestroy_cq(struct iwarp_ib_cq *cq)
 {
@@ -254,11 +277,25 @@ static enum ib_wc_opcode iwarp_ib_wc_opcode(u8 op)
 	}
 }
 
-static void iwarp_ib_wc(struct ib_wc *wc, const struct iwarp_cqe *cqe)
+/*
+ * @cqe as an ib_wc of @cq's: false for one whose QP is gone (destroyed
+ * without a drain: its late flushes), which is dropped. The QP is looked
+ * up among the device's kernel QPs only.
+ */
+static bool iwarp_ib_wc(struct iwarp_ib_cq *cq, struct ib_wc *wc, const struct iwarp_cqe *cqe)
 {
 	struct iwarp_ib_qp *qp;
 
+	rcu_read_lock();
+	qp = iwarp_qp_ctx_front_rcu(cq->ctx, cqe->qp_id);
+	if (qp && qp->base.device != cq->base.device)
+		qp = NULL;
+	rcu_read_unlock();
+	if (!qp)
+		return false;
+	/* The ib_qp lives until destroy_qp returns, after which none is polled. */
 	memset(wc, 0, sizeof(*wc));
+	wc->qp = &qp->base;
 	wc->wr_id = cqe->wr_id;		/* or wr_cqe: the same union */
 	wc->status = iwarp_ib_wc_status(cqe->status);
 	wc->opcode = iwarp_ib_wc_opcode(cqe->opcode);
@@ -269,11 +306,7 @@ static void iwarp_ib_wc(struct ib_wc *wc, const struct iwarp_cqe *cqe)
 		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 		wc->ex.invalidate_rkey = cqe->inv_stag;
 	}
-	/* The QP may be gone (a completion polled after its destroy): NULL. */
-	rcu_read_lock();
-	qp = iwarp_qp_front_rcu(cqe->qp_id);
-	wc->qp = qp ? &qp->base : NULL;
-	rcu_read_unlock();
+	return true;
 }
 
 int iwarp_ib_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
@@ -294,8 +327,9 @@ int iwarp_ib_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
 	tail = ctrl->tail;
 	/* Pairs with the engine's release store of head after the entry. */
 	head = smp_load_acquire(&ctrl->head);
-	for (; i < n && tail != head; i++, tail++)
-		iwarp_ib_wc(&wc[i], iwarp_ring_slot(ring, tail));
+	for (; i < n && tail != head; tail++)
+		if (iwarp_ib_wc(cq, &wc[i], iwarp_ring_slot(ring, tail)))
+			i++;
 	/* Frees the slots; pairs with the engine's acquire load of tail. */
 	smp_store_release(&ctrl->tail, tail);
 	spin_unlock_irqrestore(&cq->poll_lock, flags);
@@ -318,10 +352,10 @@ int iwarp_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	 * arm notifies, one before it is seen here.
 	 */
 	smp_mb();
-	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) &&
-	    smp_load_acquire(&ctrl->head) != READ_ONCE(ctrl->tail))
-		return 1;
-	return 0;
+	if (!(flags & IB_CQ_REPORT_MISSED_EVENTS))
+		return 0;
+	/* Pairs with the engine's release store of head. */
+	return smp_load_acquire(&ctrl->head) != READ_ONCE(ctrl->tail);
 }
 
 /* ------------------------------------------------------------------ QPs */
@@ -372,7 +406,10 @@ int iwarp_ib_kcreate_qp(struct iwarp_ib_qp *qp, struct iwarp_ibdev *iwdev,
 	return 0;
 }
 
-/* After the engine QP's destroy: no doorbell work runs past this. */
+/*
+ * Before the engine QP's destroy (the QP unpublished): no doorbell runs
+ * during or after it. (The ULP posts nothing once it destroys the QP.)
+ */
 void iwarp_ib_kdestroy_qp(struct iwarp_ib_qp *qp)
 {
 	cancel_work_sync(&qp->db_work);
@@ -430,9 +467,12 @@ static int iwarp_ib_sqe(struct iwarp_ib_qp *qp, struct iwarp_sqe *e, const struc
 			access |= IWARP_MR_ACCESS_F_REMOTE_READ;
 		if (reg->access & IB_ACCESS_REMOTE_WRITE)
 			access |= IWARP_MR_ACCESS_F_REMOTE_WRITE;
+		/* The iova and length as posted: a ULP may move the iova on (xprtrdma). */
 		e->opcode = IWARP_WR_KERN_REG_MR;
 		e->rkey = reg->key;
 		e->imm_data = access;
+		e->remote_addr = reg->mr->iova;
+		e->compare = reg->mr->length;
 		break;
 	}
 	default:
@@ -486,7 +526,7 @@ static void iwarp_ib_kqp_ring(struct iwarp_ib_qp *qp, struct iwarp_ring *ring)
 	 */
 	smp_mb();
 	if (READ_ONCE(ring->ctrl->flags) & IWARP_RING_F_IDLE)
-		queue_work(system_highpri_wq, &qp->db_work);
+		queue_work(iwarp_ib_db_wq, &qp->db_work);
 }
 
 int iwarp_ib_kpost_send(struct iwarp_ib_qp *qp, const struct ib_send_wr *wr,
@@ -539,6 +579,7 @@ int iwarp_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	for (; wr; wr = wr->next) {
 		struct iwarp_rqe *e = iwarp_ring_slot(ring, head);
 
+		/* Pairs with the engine's release store of tail. */
 		if (head - smp_load_acquire(&ctrl->tail) >= ring->entries) {
 			err = -ENOMEM;
 			break;
@@ -557,6 +598,7 @@ int iwarp_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		}
 		head++;
 	}
+	/* Publishes the entries; pairs with the engine's acquire load of head. */
 	smp_store_release(&ctrl->head, head);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 	*bad_wr = wr;

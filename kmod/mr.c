@@ -239,7 +239,7 @@ static void iwarp_mr_wunlock(struct iwarp_mr *mr, unsigned long flags)
 		__release(&mr->lock);
 }
 
-int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd, bool remote)
+int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd, u32 remote_qp)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
 	unsigned long flags;
@@ -252,7 +252,8 @@ int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd, bool remote)
 	if (mr->stag != stag)
 		err = -ENOENT;
 	else if (mr->pd != pd || mr->kind == IWARP_MR_DMA ||
-		 (remote && !(mr->access & IWARP_MR_ACCESS_F_REMOTE_ALL)))
+		 (remote_qp && (!(mr->access & IWARP_MR_ACCESS_F_REMOTE_ALL) ||
+				!iwarp_mr_stream_ok(mr, remote_qp))))
 		err = -EACCES;
 	else
 		WRITE_ONCE(mr->invalid, true);
@@ -525,22 +526,20 @@ int iwarp_mr_fast_stage(struct iwarp_mr *mr, u32 i, u64 va)
 }
 EXPORT_SYMBOL_GPL(iwarp_mr_fast_stage);
 
-int iwarp_mr_fast_staged(struct iwarp_mr *mr, u64 addr, u64 length, u32 n)
+int iwarp_mr_fast_staged(struct iwarp_mr *mr, u32 n)
 {
-	if (n > mr->max_pages || addr + length < addr)
+	if (n > mr->max_pages)
 		return -EINVAL;
-	WRITE_ONCE(mr->staged_addr, addr);
-	WRITE_ONCE(mr->staged_len, length);
 	WRITE_ONCE(mr->nstaged, n);
 	return 0;
 }
 EXPORT_SYMBOL_GPL(iwarp_mr_fast_staged);
 
-int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 access)
+int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 qp_id, u32 access, u64 addr,
+		      u64 len)
 {
 	struct iwarp_mr *mr;
 	unsigned long flags;
-	u64 addr, len;
 	u32 n, i;
 	int err = 0;
 
@@ -556,8 +555,6 @@ int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 access)
 		return -EACCES;
 	}
 	/* The staged list is the ULP's to change until REG_MR runs: one copy. */
-	addr = READ_ONCE(mr->staged_addr);
-	len = READ_ONCE(mr->staged_len);
 	n = READ_ONCE(mr->nstaged);
 	write_lock_irqsave(&mr->lock, flags);
 	if (!READ_ONCE(mr->invalid)) {
@@ -577,6 +574,7 @@ int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 access)
 		mr->addr = addr;
 		mr->length = len;
 		mr->access = access;
+		mr->fast_qp = qp_id;
 		WRITE_ONCE(mr->stag, stag);
 		WRITE_ONCE(mr->invalid, false);
 	}

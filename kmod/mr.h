@@ -77,10 +77,9 @@ struct iwarp_mr {
 	unsigned long npages;
 	/* FAST: lock, and the page list the next registration takes. */
 	rwlock_t lock;
+	u32 fast_qp;			/* FAST: the QP whose REG_MR registered it */
 	u32 max_pages;			/* of pages[] and staged[] */
 	u32 nstaged;
-	u64 staged_addr;
-	u64 staged_len;
 	struct page **staged;
 	struct rcu_head rcu;
 };
@@ -123,20 +122,35 @@ struct iwarp_mr *iwarp_mr_alloc_kernel(struct iwarp_ctx *ctx, u32 pd_id, u8 kind
 /*
  * The page list of @mr's next registration: page @i is the page of kernel
  * virtual address @va (direct map only: -EINVAL for anything else), or
- * -ENOMEM past max_pages. Then iwarp_mr_fast_staged() sets its tagged
- * offset and length and the number of pages. Any context; the caller
- * (the ULP) does not race a REG_MR of the same region.
+ * -ENOMEM past max_pages; then iwarp_mr_fast_staged() sets the number of
+ * pages. Any context; the caller (the ULP) does not race a REG_MR of the
+ * same region.
  */
 int iwarp_mr_fast_stage(struct iwarp_mr *mr, u32 i, u64 va);
-int iwarp_mr_fast_staged(struct iwarp_mr *mr, u64 addr, u64 length, u32 n);
+int iwarp_mr_fast_staged(struct iwarp_mr *mr, u32 n);
 /*
- * REG_MR: registers the staged page list of the FAST region of index
- * @stag >> 8 under STag @stag with @access: -ENOENT if there is no such
- * region, -EACCES if it is not FAST or not in @pd, -EBUSY if it is
- * valid, -EINVAL if the staged list does not cover the range. Any
- * context but NMI.
+ * REG_MR posted on QP @qp_id: registers the staged page list of the FAST
+ * region of index @stag >> 8 under STag @stag with @access, tagged
+ * offsets [@addr, @addr + @len) (the first page's offset being @addr's);
+ * only @qp_id's peer may then reach it (iwarp_mr_stream_ok()). -ENOENT if
+ * there is no such region, -EACCES if it is not FAST or not in @pd,
+ * -EBUSY if it is valid, -EINVAL if the staged pages do not cover the
+ * range. Any context but NMI.
  */
-int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 access);
+int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 qp_id, u32 access, u64 addr,
+		      u64 len);
+
+/*
+ * Whether the peer of QP @qp_id may reach @mr (the PD checked apart): a
+ * FAST region only from the stream whose QP registered it (DDP's "STag
+ * not associated with the stream"), so a peer of another connection in
+ * the same PD (nvmet's one PD for every host) cannot guess its way into
+ * another's buffers. Under iwarp_mr_rlock().
+ */
+static inline bool iwarp_mr_stream_ok(const struct iwarp_mr *mr, u32 qp_id)
+{
+	return mr->kind != IWARP_MR_FAST || mr->fast_qp == qp_id;
+}
 
 /*
  * Registers [@addr, @addr + @length) of the current process (length and
@@ -201,10 +215,11 @@ int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_at
 
 /*
  * Invalidates STag @stag (RDMAP-8): -ENOENT if there is no such STag,
- * -EACCES if it is not in @pd or, for a peer's Send with Invalidate
- * (@remote), if it grants no remote access.
+ * -EACCES if it is not in @pd or, for a peer's Send with Invalidate on
+ * QP @remote_qp (0: a local invalidation), if it grants no remote access
+ * or is not the stream's (iwarp_mr_stream_ok()).
  */
-int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd, bool remote);
+int iwarp_mr_invalidate(u32 stag, const struct iwarp_pd *pd, u32 remote_qp);
 
 #ifdef IWARP_SELFTEST
 int iwarp_mr_selftest(void);

@@ -60,6 +60,14 @@ void *iwarp_qp_front_rcu(u32 id)
 }
 EXPORT_SYMBOL_GPL(iwarp_qp_front_rcu);
 
+void *iwarp_qp_ctx_front_rcu(struct iwarp_ctx *ctx, u32 id)
+{
+	struct iwarp_qp *qp = xa_load(&ctx->qps, id);
+
+	return qp ? READ_ONCE(qp->front) : NULL;
+}
+EXPORT_SYMBOL_GPL(iwarp_qp_ctx_front_rcu);
+
 struct iwarp_qp *iwarp_qp_get(struct iwarp_ctx *ctx, u32 id)
 {
 	struct iwarp_qp *qp;
@@ -301,9 +309,11 @@ static void iwarp_qp_flush_idle(struct iwarp_qp *qp)
 void iwarp_qp_set_error(struct iwarp_qp *qp)
 {
 	struct iwarp_conn *conn;
+	bool idle;
 
 	spin_lock_bh(&iwarp_qp_conn_lock);
 	conn = qp->conn;
+	idle = !conn && !qp->had_conn;
 	if (conn)
 		iwarp_conn_get(conn);
 	else
@@ -311,7 +321,9 @@ void iwarp_qp_set_error(struct iwarp_qp *qp)
 		WRITE_ONCE(qp->state, IWARP_QP_STATE_ERROR);
 	spin_unlock_bh(&iwarp_qp_conn_lock);
 	if (!conn) {
-		iwarp_qp_flush_idle(qp);
+		/* Unbound by its destroy: that connection's close flushes. */
+		if (idle)
+			iwarp_qp_flush_idle(qp);
 		return;
 	}
 	/* Its close moves the QP to error and flushes (a second close is a no-op). */
@@ -359,7 +371,7 @@ static struct iwarp_conn *iwarp_qp_doorbell_conn(struct iwarp_qp *qp, u32 queue,
 	spin_lock_bh(&iwarp_qp_conn_lock);
 	state = READ_ONCE(qp->state);
 	conn = qp->conn;
-	*idle_error = !conn && state == IWARP_QP_STATE_ERROR;
+	*idle_error = !conn && !qp->had_conn && state == IWARP_QP_STATE_ERROR;
 	/*
 	 * RQ: while the QP works, the receive path reads the producer
 	 * index when a message arrives and the doorbell has nothing to

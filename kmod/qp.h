@@ -40,6 +40,13 @@ struct iwarp_qp {
 	 * end also posts the kernel's own work requests (wq.h).
 	 */
 	bool kern;
+	/*
+	 * Set, under iwarp_qp_conn_lock, when a connection first binds the
+	 * QP: its flush is that connection's, even after the QP's destroy
+	 * has unbound it (iwarp_qp_flush_idle() is for QPs that never had
+	 * one).
+	 */
+	bool had_conn;
 	struct iwarp_conn *conn;	/* held; iwarp_qp_conn_lock */
 	struct iwarp_ring sq;
 	struct iwarp_ring rq;
@@ -94,6 +101,8 @@ int iwarp_qp_doorbell(struct iwarp_ctx *ctx, u32 id, u32 queue);
  * (module-wide), or NULL. It stays valid until rcu_read_unlock().
  */
 void *iwarp_qp_front_rcu(u32 id);
+/* The same for a QP of @ctx only. */
+void *iwarp_qp_ctx_front_rcu(struct iwarp_ctx *ctx, u32 id);
 
 /* The same for a QP the caller holds a reference to. */
 int iwarp_qp_doorbell_qp(struct iwarp_qp *qp, u32 queue);

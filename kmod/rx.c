@@ -193,7 +193,7 @@ static bool iwarp_rx_stag_bad(struct iwarp_conn *conn, const struct iwp_ddp_msg 
 	flags = iwarp_mr_rlock(mr);
 	if (READ_ONCE(mr->invalid) || mr->stag != m->stag)
 		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_INV_STAG);
-	else if (mr->pd != conn->qp->pd)
+	else if (mr->pd != conn->qp->pd || !iwarp_mr_stream_ok(mr, conn->qp->id))
 		iwp_term_set(t, IWP_LAYER_DDP, IWP_DDP_ET_TAGGED, IWP_DDP_EC_T_STAG_STREAM);
 	else if (!(mr->access & access))
 		iwp_term_set(t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, IWP_RDMAP_EC_ACCESS);
@@ -560,7 +560,7 @@ static int iwarp_rx_src_check(struct iwarp_conn *conn, const struct iwp_rx_ev *e
 	flags = iwarp_mr_rlock(mr);
 	if (READ_ONCE(mr->invalid) || mr->stag != stag)
 		ecode = IWP_RDMAP_EC_INV_STAG;
-	else if (mr->pd != conn->qp->pd)
+	else if (mr->pd != conn->qp->pd || !iwarp_mr_stream_ok(mr, conn->qp->id))
 		ecode = IWP_RDMAP_EC_STAG_STREAM;
 	else if (!(mr->access & access))
 		ecode = IWP_RDMAP_EC_ACCESS;
@@ -740,7 +740,7 @@ static void iwarp_rx_read_done(struct iwarp_conn *conn, u32 plen, bool last)
 			struct iwarp_swqe *e = &conn->swq[o->sq_idx & (conn->qp->sq.entries - 1)];
 
 			/* READ_INV: no octet reaches the sink after its completion. */
-			if (o->inv && iwarp_mr_invalidate(o->inv_stag, conn->qp->pd, false))
+			if (o->inv && iwarp_mr_invalidate(o->inv_stag, conn->qp->pd, 0))
 				e->status = IWARP_WC_LOC_PROT_ERR;
 			e->done = 1;
 		}
@@ -803,7 +803,7 @@ int iwarp_rx_end(struct iwarp_conn *conn, const struct iwp_rx_ev *end)
 			break;
 		if (m->opcode == IWP_OP_SEND_INV || m->opcode == IWP_OP_SEND_SE_INV) {
 			/* RDMAP-8: invalidate after placement, same PD only */
-			if (iwarp_mr_invalidate(m->inv_stag, conn->qp->pd, true)) {
+			if (iwarp_mr_invalidate(m->inv_stag, conn->qp->pd, conn->qp->id)) {
 				int err = iwarp_rx_violation(conn, ev, IWP_LAYER_RDMAP,
 							     IWP_RDMAP_ET_PROT,
 							     IWP_RDMAP_EC_CANT_INVALIDATE);

@@ -321,14 +321,22 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 		return -EINVAL;
 	}
 	if (wr->opcode == IWARP_WR_LOCAL_INV) {
-		err = iwarp_mr_invalidate(wr->inv_stag, qp->pd, false);
+		err = iwarp_mr_invalidate(wr->inv_stag, qp->pd, 0);
 		iwarp_cur_done(conn, err ? IWARP_WC_LOC_PROT_ERR : IWARP_WC_SUCCESS, true);
 		return 1;
 	}
-	/* In order: the Sends and Reads posted after it see the registration. */
+	/*
+	 * In order: the Sends and Reads posted after it see the registration.
+	 * A failed one ends the QP, as a bad SGE does.
+	 */
 	if (wr->opcode == IWARP_WR_KERN_REG_MR) {
-		err = iwarp_mr_fast_reg(wr->rkey, qp->pd, (u32)wr->imm_data);
-		iwarp_cur_done(conn, err ? IWARP_WC_LOC_PROT_ERR : IWARP_WC_SUCCESS, true);
+		err = iwarp_mr_fast_reg(wr->rkey, qp->pd, qp->id, (u32)wr->imm_data,
+					wr->remote_addr, wr->compare);
+		if (err) {
+			iwarp_cur_fail(conn, IWARP_WC_LOC_PROT_ERR);
+			return err;
+		}
+		iwarp_cur_done(conn, IWARP_WC_SUCCESS, true);
 		return 1;
 	}
 	if ((wr->opcode == IWARP_WR_READ || wr->opcode == IWARP_WR_KERN_READ_INV) &&
