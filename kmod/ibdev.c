@@ -241,7 +241,7 @@ static struct iwarp_ib_ucontext *iwarp_ib_udata_uc(struct ib_udata *udata)
 
 /*
  * The caller's user context for an object that pins or charges memory:
- * EOPNOTSUPP for a kernel caller (no kernel verbs yet), EPERM from any
+ * EOPNOTSUPP for a kernel caller (its objects are ibdev_kverbs.c's), EPERM from any
  * mm but the opener's (iwarp_ib_same_mm()).
  */
 static int iwarp_ib_mem_uc(struct ib_udata *udata, struct iwarp_ib_ucontext **ucp)
@@ -447,7 +447,7 @@ static const struct iwarp_cq_front_ops iwarp_ib_cq_front = {
 /*
  * A process's CQ: an engine CQ in siw's layout, which libsiw maps and
  * polls, and arms through the siw_cq_ctrl word after the last entry
- * without a system call. No kernel CQs yet (stage 3).
+ * without a system call. Kernel CQs are ibdev_kverbs.c's.
  */
 static int iwarp_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			      struct ib_udata *udata)
@@ -548,8 +548,8 @@ static void iwarp_ib_qp_unmap(struct iwarp_ib_qp *qp)
 /*
  * A process's RC QP: an engine QP whose SQ and RQ are in siw's layout,
  * which libsiw maps and posts into without system calls (the SQ rings a
- * POST_SEND doorbell when the engine may be idle, wq.h). No SRQ, no
- * kernel QPs yet.
+ * POST_SEND doorbell when the engine may be idle, wq.h), or a kernel
+ * user's (ibdev_kverbs.c). No SRQ.
  */
 static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 			      struct ib_udata *udata)

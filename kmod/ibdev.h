@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * iwarp_rdma.ko, the RDMA-core front end, stage 1 (docs/RDMA-CORE.md): an
- * ib_device per link made with `rdma link add NAME type iwarp netdev DEV`.
- * It registers what works today (device, port and GID queries, user
- * contexts, PDs); without the kernel verbs the core marks it
- * kverbs_provider = false, so only uverbs binds to it and answers every
- * other verb EOPNOTSUPP. A module of its own, so iwarp.ko (genetlink,
+ * iwarp_rdma.ko, the RDMA-core front end (docs/RDMA-CORE.md): an
+ * ib_device per link made with `rdma link add NAME type iwarp netdev DEV`,
+ * serving user verbs through libsiw's ABI (ibdev.c), kernel verbs
+ * (ibdev_kverbs.c) and iw_cm, all on the engine's objects. A module of
+ * its own, so iwarp.ko (genetlink,
  * userlib) loads without the RDMA core; ib_core loads it on `rdma link add
  * ... type iwarp` (its alias rdma-link-iwarp), and modprobe brings in
  * iwarp.ko and ib_core first.
@@ -96,7 +95,20 @@
  *   with the wrapper as their argument; iwarp_cq_destroy() unpublishes
  *   the CQ under that lock before destroy_cq returns and the core frees
  *   the wrapper, so none runs later. Lock order: the engine CQ's lock >
- *   uverbs' event-queue locks.
+ *   uverbs' event-queue locks. A kernel CQ's comp_handler runs from the
+ *   wrapper's irq_work instead, outside the engine's locks (the ULP's
+ *   handler polls, arms and posts): pre_destroy_cq (ib_free_cq's, before
+ *   it stops the core's polling) and destroy_cq detach the engine CQ and
+ *   wait for the irq_work (irq_work_sync), so none runs after.
+ * - Kernel objects (udata NULL): PDs, MRs, CQs and QPs of the device's
+ *   own context (kctx), which lives until dealloc_driver, after every
+ *   client of the core destroyed its objects. A kernel QP's producers
+ *   (post_send, post_recv, any context) take only the wrapper's spinlocks
+ *   with interrupts off and queue its doorbell work (iwarp_ib_db_wq);
+ *   destroy_qp cancels that work after unpublishing the QP and before
+ *   the engine's destroy, so no doorbell runs during or after it. A
+ *   fast-registration MR's engine region is the wrapper's until
+ *   dereg_mr; its lock (mr.h) nests inside the engine connection's.
  * - Ring mappings: a CQ's ring, and a QP's SQ and RQ, are each found by
  *   an rdma_user_mmap_entry that holds the ring's memory (not the CQ or
  *   QP) until mmap_free (removed at destroy; a racing mmap() holds the

@@ -56,8 +56,9 @@ static inline bool iwarp_ring_entries_valid(u32 requested)
 int iwarp_ring_alloc(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags);
 /*
  * A kernel front end's ring (iwarp_rdma.ko's kernel verbs), which nothing
- * maps: as iwarp_ring_alloc(), charged to nobody's RLIMIT_MEMLOCK, in any
- * process context (a kernel thread's too).
+ * maps: as iwarp_ring_alloc(), charged to no RLIMIT_MEMLOCK (only the
+ * calling task's memory cgroup), in any process context (a kernel
+ * thread's too).
  */
 int iwarp_ring_alloc_kernel(struct iwarp_ring *ring, u32 requested, u32 entry_size, u32 flags);
 /*
