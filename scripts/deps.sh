@@ -6,7 +6,8 @@
 # userspace, rping, perftest, tshark, iperf3, sockperf, ethtool; perf and
 # bpftrace for the tracepoint test, docs/TRACING.md; iproute2's rdma and
 # ibverbs-utils' ibv_devices, ibv_devinfo and ibv_asyncwatch for the
-# RDMA-core device test), groff-base
+# RDMA-core device test; fio and nvme-cli for NVMe over RDMA,
+# TestRDMACoreNVMe), groff-base
 # (install-check renders the man pages), and dkms and lintian for the
 # package checks (scripts/deb-check.sh). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
@@ -23,6 +24,7 @@ clang
 cpio
 dkms
 ethtool
+fio
 groff-base
 ibverbs-providers
 ibverbs-utils
@@ -38,6 +40,7 @@ linux-headers-amd64
 linux-image-amd64
 linux-perf
 llvm
+nvme-cli
 openssl
 perftest
 qemu-system-x86

@@ -389,12 +389,13 @@ func TestRDMACoreDevice(t *testing.T) {
 	})
 }
 
-// rdmaIwarpAdd runs `rdma link add NAME type iwarp netdev DEV` in netns ns,
-// checks the device is listed, and deletes it when the test ends if it is
-// still there.
+// rdmaIwarpAdd runs `rdma link add NAME type iwarp netdev DEV` in netns ns
+// ("" for the initial namespace), checks the device is listed, and deletes
+// it when the test ends if it is still there.
 func rdmaIwarpAdd(t *testing.T, ns, name, netdev string) string {
 	t.Helper()
-	run(t, "ip", "netns", "exec", ns, "rdma", "link", "add", name, "type", "iwarp", "netdev", netdev)
+	argv := nsArgv(ns, "rdma", "link", "add", name, "type", "iwarp", "netdev", netdev)
+	run(t, argv[0], argv[1:]...)
 	if _, err := os.Stat("/sys/class/infiniband/" + name); err != nil {
 		t.Fatalf("rdma link add %s returned, the device is not listed: %v", name, err)
 	}
@@ -427,10 +428,12 @@ func loadRDMACore(t *testing.T) {
 	})
 }
 
-// rdmaJSON runs `rdma -j ARGS` in netns ns and decodes its list.
+// rdmaJSON runs `rdma -j ARGS` in netns ns ("" for the initial namespace)
+// and decodes its list.
 func rdmaJSON(t *testing.T, ns string, args ...string) []map[string]any {
 	t.Helper()
-	out := run(t, "ip", append([]string{"netns", "exec", ns, "rdma", "-j"}, args...)...)
+	argv := nsArgv(ns, "rdma", append([]string{"-j"}, args...)...)
+	out := run(t, argv[0], argv[1:]...)
 	var v []map[string]any
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("rdma -j %v: %v: %q", args, err, out)

@@ -107,14 +107,16 @@ func unloadSiw() error {
 
 var siwSeq atomic.Int32
 
-// siwLinkAdd creates a siw device on netdev in netns ns (`rdma link add`;
-// in the rdma subsystem's default shared mode the device is visible from
-// every namespace, so names are made unique) and deletes it when the test
-// ends. It returns the device's name.
+// siwLinkAdd creates a siw device on netdev in netns ns ("" for the
+// initial namespace; `rdma link add`; in the rdma subsystem's default
+// shared mode the device is visible from every namespace, so names are
+// made unique) and deletes it when the test ends. It returns the device's
+// name.
 func siwLinkAdd(t *testing.T, ns, netdev string) string {
 	t.Helper()
 	name := fmt.Sprintf("siw%d_%s", siwSeq.Add(1), netdev)
-	run(t, "ip", "netns", "exec", ns, "rdma", "link", "add", name, "type", "siw", "netdev", netdev)
+	argv := nsArgv(ns, "rdma", "link", "add", name, "type", "siw", "netdev", netdev)
+	run(t, argv[0], argv[1:]...)
 	t.Cleanup(func() {
 		// Gone already if its netdev was removed.
 		if _, err := os.Stat("/sys/class/infiniband/" + name); err != nil {
@@ -228,14 +230,25 @@ type peerProc struct {
 	err    error
 }
 
-// startIn starts name with args in netns ns (`ip netns exec`, which execs
-// the program: signals reach it) and kills it after timeout or when the
-// test ends.
+// nsArgv is the command line that runs name with args in netns ns
+// (`ip netns exec`, which execs the program), or in the initial namespace
+// when ns is "".
+func nsArgv(ns, name string, args ...string) []string {
+	if ns == "" {
+		return append([]string{name}, args...)
+	}
+	return append([]string{"ip", "netns", "exec", ns, name}, args...)
+}
+
+// startIn starts name with args in netns ns ("" for the initial
+// namespace; `ip netns exec`, which execs the program: signals reach it)
+// and kills it after timeout or when the test ends.
 func startIn(t *testing.T, ns string, timeout time.Duration, name string, args ...string) *peerProc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	p := &peerProc{desc: fmt.Sprintf("[%s] %s %s", ns, filepath.Base(name), strings.Join(args, " ")), done: make(chan struct{})}
-	p.cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
+	argv := nsArgv(ns, name, args...)
+	p.cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
