@@ -1529,7 +1529,12 @@ static struct iwarp_ibdev *iwarp_ibdev_alloc(struct net_device *dev, u32 index)
 	ibdev->phys_port_cnt = 1;
 	/* libsiw's SQ doorbell (iwarp_ib_post_send()). */
 	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND);
-	ibdev->num_comp_vectors = 1;
+	/*
+	 * One per CPU, as siw: ULPs size their queues by it (nvme-rdma one
+	 * I/O queue per vector). Completions are not steered (the engine
+	 * posts them where it runs); the vector is a hint.
+	 */
+	ibdev->num_comp_vectors = num_possible_cpus();
 	/* Connections are the link's own TCP sockets: no iwpmd. */
 	ibdev->iw_driver_flags = IW_F_NO_PORT_MAP;
 	ib_mark_name_assigned_by_user(ibdev);
