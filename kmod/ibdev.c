@@ -426,7 +426,7 @@ static void iwarp_ib_cq_comp(struct iwarp_cq *ecq, void *priv)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
 }
 
-static void iwarp_ib_cq_error(struct iwarp_cq *ecq, void *priv)
+void iwarp_ib_cq_error(struct iwarp_cq *ecq, void *priv)
 {
 	struct ib_cq *ibcq = priv;
 	struct ib_event ev = {

@@ -152,6 +152,9 @@ static inline struct iwarp_ibdev *to_iwdev(struct ib_device *ibdev)
  */
 extern struct workqueue_struct *iwarp_ib_db_wq;
 
+/* A CQ's lost completion (@priv its ib_cq): the ULP's IB_EVENT_CQ_ERR. */
+void iwarp_ib_cq_error(struct iwarp_cq *ecq, void *priv);
+
 /* ibdev_kverbs.c: the kernel verbs (udata NULL), called by ibdev.c's ops. */
 struct ib_mr *iwarp_ib_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *iwarp_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_num_sg);

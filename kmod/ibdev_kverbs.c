@@ -44,24 +44,17 @@
 
 /* ------------------------------------------------------------------ MRs */
 
-/*
- * Every kernel PD asks for one (ib_alloc_pd: the device has no
- * IBK_LOCAL_DMA_LKEY): local access to the direct map. Remote access
- * (IB_PD_UNSAFE_GLOBAL_RKEY) is refused: a peer would reach all memory.
- */
-struct ib_mr *iwarp_ib_get_dma_mr(struct ib_pd *ibpd, int access)
+/* A kernel region of @kind in @ibpd, its STag both keys. */
+static struct ib_mr *iwarp_ib_kmr(struct ib_pd *ibpd, u8 kind, u32 access, u32 max_pages)
 {
 	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
 	struct iwarp_ib_mr *mr;
 	struct iwarp_mr *emr;
 
-	if (ibpd->uobject || (access & ~IB_ACCESS_LOCAL_WRITE))
-		return ERR_PTR(-EOPNOTSUPP);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	emr = iwarp_mr_alloc_kernel(pd->ctx, pd->id, IWARP_MR_DMA,
-				    access ? IWARP_MR_ACCESS_F_LOCAL_WRITE : 0, 0);
+	emr = iwarp_mr_alloc_kernel(pd->ctx, pd->id, kind, access, max_pages);
 	if (IS_ERR(emr)) {
 		kfree(mr);
 		return ERR_CAST(emr);
@@ -74,31 +67,26 @@ struct ib_mr *iwarp_ib_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->base;
 }
 
+/*
+ * Every kernel PD asks for one (ib_alloc_pd: the device has no
+ * IBK_LOCAL_DMA_LKEY): local access to the direct map. Remote access
+ * (IB_PD_UNSAFE_GLOBAL_RKEY) is refused: a peer would reach all memory.
+ */
+struct ib_mr *iwarp_ib_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	if (ibpd->uobject || (access & ~IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EOPNOTSUPP);
+	return iwarp_ib_kmr(ibpd, IWARP_MR_DMA, access ? IWARP_MR_ACCESS_F_LOCAL_WRITE : 0, 0);
+}
+
 /* A fast-registration region of @max_num_sg pages, invalid until REG_MR. */
 struct ib_mr *iwarp_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_num_sg)
 {
-	struct iwarp_ib_pd *pd = container_of(ibpd, struct iwarp_ib_pd, base);
-	struct iwarp_ib_mr *mr;
-	struct iwarp_mr *emr;
-
 	if (type != IB_MR_TYPE_MEM_REG)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (ibpd->uobject || !max_num_sg || max_num_sg > IWARP_MR_MAX_FAST_PAGES)
 		return ERR_PTR(-EINVAL);
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr)
-		return ERR_PTR(-ENOMEM);
-	emr = iwarp_mr_alloc_kernel(pd->ctx, pd->id, IWARP_MR_FAST, 0, max_num_sg);
-	if (IS_ERR(emr)) {
-		kfree(mr);
-		return ERR_CAST(emr);
-	}
-	iwarp_ctx_get(pd->ctx);
-	mr->ctx = pd->ctx;
-	mr->mr = emr;
-	mr->base.lkey = emr->stag;
-	mr->base.rkey = emr->stag;
-	return &mr->base;
+	return iwarp_ib_kmr(ibpd, IWARP_MR_FAST, 0, max_num_sg);
 }
 
 struct iwarp_ib_map {
@@ -175,15 +163,8 @@ static void iwarp_ib_kcq_comp(struct iwarp_cq *ecq, void *priv)
 static void iwarp_ib_kcq_error(struct iwarp_cq *ecq, void *priv)
 {
 	struct iwarp_ib_cq *cq = priv;
-	struct ib_cq *ibcq = &cq->base;
-	struct ib_event ev = {
-		.device = ibcq->device,
-		.element.cq = ibcq,
-		.event = IB_EVENT_CQ_ERR,
-	};
 
-	if (ibcq->event_handler)
-		ibcq->event_handler(&ev, ibcq->cq_context);
+	iwarp_ib_cq_error(ecq, &cq->base);
 }
 
 static const struct iwarp_cq_front_ops iwarp_ib_kcq_front = {

@@ -97,6 +97,15 @@ func TestRDMACoreNVMe(t *testing.T) {
 	}
 }
 
+// gone waits for the controller and its namespace ns to go after how
+// (begun at start), then for its queues on device dev.
+func (c *nvmeCtrl) gone(t *testing.T, ns, dev, how string, start time.Time) {
+	t.Helper()
+	c.waitGone(t, ns)
+	t.Logf("%s: %s gone in %v", how, c.name, time.Since(start).Round(time.Millisecond))
+	waitQueuesGone(t, dev)
+}
+
 // nvmeOverRDMA is one device kind's run of TestRDMACoreNVMe.
 func nvmeOverRDMA(t *testing.T, kind string) {
 	for _, tool := range []string{"nvme", "fio"} {
@@ -133,9 +142,7 @@ func nvmeOverRDMA(t *testing.T, kind string) {
 		if !strings.Contains(out, "disconnected 1 controller") {
 			t.Errorf("nvme disconnect: %q, want 1 controller disconnected", strings.TrimSpace(out))
 		}
-		c.waitGone(t, ns)
-		t.Logf("nvme disconnect: %s gone in %v", c.name, time.Since(start).Round(time.Millisecond))
-		waitQueuesGone(t, dev)
+		c.gone(t, ns, dev, "nvme disconnect", start)
 	})
 	if t.Failed() {
 		return
@@ -156,9 +163,7 @@ func nvmeOverRDMA(t *testing.T, kind string) {
 		if err := os.WriteFile(filepath.Join("/sys/class/nvme", c.name, "delete_controller"), []byte("1"), 0); err != nil {
 			t.Fatalf("delete_controller: %v", err)
 		}
-		c.waitGone(t, ns)
-		t.Logf("delete_controller: %s gone in %v", c.name, time.Since(start).Round(time.Millisecond))
-		waitQueuesGone(t, dev)
+		c.gone(t, ns, dev, "delete_controller", start)
 	})
 	if t.Failed() {
 		return
