@@ -546,6 +546,31 @@ static void iwarp_ib_qp_unmap(struct iwarp_ib_qp *qp)
 }
 
 /*
+ * The engine's terms for a QP of @attr, a process's or the kernel's: RC
+ * only, no SRQ or creation flags (EOPNOTSUPP), capabilities within the
+ * engine's work-request structures and rings (EINVAL).
+ */
+int iwarp_ib_qp_init(struct iwarp_qp_init *init, const struct ib_qp *ibqp,
+		     const struct ib_qp_init_attr *attr)
+{
+	if (attr->qp_type != IB_QPT_RC || attr->srq || attr->create_flags)
+		return -EOPNOTSUPP;
+	if (attr->cap.max_send_sge > IWARP_IB_MAX_SEND_SGE ||
+	    attr->cap.max_recv_sge > IWARP_IB_MAX_RECV_SGE ||
+	    attr->cap.max_inline_data > IWARP_IB_MAX_INLINE ||
+	    attr->cap.max_send_wr > IWARP_RING_MAX_ENTRIES ||
+	    attr->cap.max_recv_wr > IWARP_RING_MAX_ENTRIES)
+		return -EINVAL;
+	init->pd_id = container_of(ibqp->pd, struct iwarp_ib_pd, base)->id;
+	init->send_cq = container_of(attr->send_cq, struct iwarp_ib_cq, base)->cq->id;
+	init->recv_cq = container_of(attr->recv_cq, struct iwarp_ib_cq, base)->cq->id;
+	/* A ring has one entry at least; IB allows a QP none. */
+	init->sq_entries = max(attr->cap.max_send_wr, 1U);
+	init->rq_entries = max(attr->cap.max_recv_wr, 1U);
+	return 0;
+}
+
+/*
  * A process's RC QP: an engine QP whose SQ and RQ are in siw's layout,
  * which libsiw maps and posts into without system calls (the SQ rings a
  * POST_SEND doorbell when the engine may be idle, wq.h), or a kernel
@@ -555,7 +580,6 @@ static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 			      struct ib_udata *udata)
 {
 	struct iwarp_ib_qp *qp = container_of(ibqp, struct iwarp_ib_qp, base);
-	struct iwarp_ib_pd *pd = container_of(ibqp->pd, struct iwarp_ib_pd, base);
 	struct siw_uresp_create_qp uresp = {};
 	struct iwarp_qp_init init = { .fmt = IWARP_QP_FMT_SIW };
 	struct iwarp_ib_ucontext *uc;
@@ -572,21 +596,11 @@ static int iwarp_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	err = iwarp_ib_mem_uc(udata, &uc);
 	if (err)
 		return err;
-	if (attr->qp_type != IB_QPT_RC || attr->srq || attr->create_flags)
-		return -EOPNOTSUPP;
-	if (attr->cap.max_send_sge > IWARP_IB_MAX_SEND_SGE ||
-	    attr->cap.max_recv_sge > IWARP_IB_MAX_RECV_SGE ||
-	    attr->cap.max_inline_data > IWARP_IB_MAX_INLINE ||
-	    attr->cap.max_send_wr > IWARP_RING_MAX_ENTRIES ||
-	    attr->cap.max_recv_wr > IWARP_RING_MAX_ENTRIES ||
-	    udata->outlen < sizeof(uresp))
+	err = iwarp_ib_qp_init(&init, ibqp, attr);
+	if (err)
+		return err;
+	if (udata->outlen < sizeof(uresp))
 		return -EINVAL;
-	init.pd_id = pd->id;
-	init.send_cq = container_of(attr->send_cq, struct iwarp_ib_cq, base)->cq->id;
-	init.recv_cq = container_of(attr->recv_cq, struct iwarp_ib_cq, base)->cq->id;
-	/* A ring has one entry at least; IB allows a QP none. */
-	init.sq_entries = max(attr->cap.max_send_wr, 1U);
-	init.rq_entries = max(attr->cap.max_recv_wr, 1U);
 	iwarp_ib_kept_reap(uc, false);	/* unmapped since: their charges go */
 	eqp = iwarp_qp_create(uc->ctx, &init, NULL);
 	if (IS_ERR(eqp))

@@ -174,5 +174,7 @@ int iwarp_ib_kpost_send(struct iwarp_ib_qp *qp, const struct ib_send_wr *wr,
 int iwarp_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
 void iwarp_ib_qp_caps(const struct iwarp_qp *qp, struct ib_qp_cap *cap);
+int iwarp_ib_qp_init(struct iwarp_qp_init *init, const struct ib_qp *ibqp,
+		     const struct ib_qp_init_attr *attr);
 
 #endif /* _IWARP_IBDEV_INT_H */

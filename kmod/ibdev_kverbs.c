@@ -354,25 +354,13 @@ static void iwarp_ib_kqp_db_work(struct work_struct *work)
 int iwarp_ib_kcreate_qp(struct iwarp_ib_qp *qp, struct iwarp_ibdev *iwdev,
 			struct ib_qp_init_attr *attr)
 {
-	struct iwarp_ib_pd *pd = container_of(qp->base.pd, struct iwarp_ib_pd, base);
 	struct iwarp_qp_init init = { .fmt = IWARP_QP_FMT_IWARP, .kern = true };
 	struct iwarp_qp *eqp;
+	int err;
 
-	if (attr->qp_type != IB_QPT_RC || attr->srq)
-		return -EOPNOTSUPP;
-	if (attr->create_flags)
-		return -EOPNOTSUPP;
-	if (attr->cap.max_send_sge > IWARP_IB_MAX_SEND_SGE ||
-	    attr->cap.max_recv_sge > IWARP_IB_MAX_RECV_SGE ||
-	    attr->cap.max_inline_data > IWARP_IB_MAX_INLINE ||
-	    attr->cap.max_send_wr > IWARP_RING_MAX_ENTRIES ||
-	    attr->cap.max_recv_wr > IWARP_RING_MAX_ENTRIES)
-		return -EINVAL;
-	init.pd_id = pd->id;
-	init.send_cq = container_of(attr->send_cq, struct iwarp_ib_cq, base)->cq->id;
-	init.recv_cq = container_of(attr->recv_cq, struct iwarp_ib_cq, base)->cq->id;
-	init.sq_entries = max(attr->cap.max_send_wr, 1U);
-	init.rq_entries = max(attr->cap.max_recv_wr, 1U);
+	err = iwarp_ib_qp_init(&init, &qp->base, attr);
+	if (err)
+		return err;
 	eqp = iwarp_qp_create(iwdev->kctx, &init, NULL);
 	if (IS_ERR(eqp))
 		return PTR_ERR(eqp) == -EDQUOT ? -ENOMEM : PTR_ERR(eqp);
