@@ -70,7 +70,15 @@ const (
 //     does), with a host NQN and ID of ours: the new controller reads the
 //     pattern the first one wrote, a new pattern goes both ways again,
 //     and the controller's delete_controller removes it.
-//  3. Teardown, checked: the port unlinked from the subsystem (its
+//  3. Unplug under load: with a controller connected and fio's random
+//     reads and writes flowing, `rdma link delete` of the device, then on
+//     iwarp (connected again, the device back) `rmmod iwarp_rdma`. Each
+//     returns promptly; the host's and the target's ib_clients delete
+//     the controller and the target's queues, fio fails with an I/O
+//     error rather than hang, and the controller, its namespace, the
+//     device and nvmet_rdma's listener go. The device is made again and
+//     the port relinked after each, for what follows.
+//  4. Teardown, checked: the port unlinked from the subsystem (its
 //     listener goes), the namespace, subsystem and port removed, nvmet's
 //     configfs tree empty, the null_blk disk gone, nothing left on the
 //     RDMA device, and every module the test loaded unloads.
@@ -168,6 +176,31 @@ func nvmeOverRDMA(t *testing.T, kind string) {
 	if t.Failed() {
 		return
 	}
+	t.Run("unplug", func(t *testing.T) {
+		unplugUnderLoad(t, nqn, disk, dev, "rdma", "link", "delete", dev)
+		nvmeDeviceAgain(t, kind, dev)
+		tgt.relink(t, dev)
+		// The driver's unload under load is iwarp's alone: siw's
+		// module exit stops its transmit threads before it unregisters
+		// its devices (6.1 and 6.12), a send posted after that leaves
+		// its QP on a stopped thread's list with the reference
+		// siw_sq_start took, and siw_destroy_qp, in nvmet_rdma's queue
+		// release, waits for that reference forever: tried on 6.1,
+		// `rmmod siw` hangs in ib_unregister_driver and the kernel
+		// reports the blocked tasks.
+		if kind != "iwarp" {
+			return
+		}
+		unplugUnderLoad(t, nqn, disk, dev, "rmmod", "iwarp_rdma")
+		if err := loadRDMAModule(); err != nil {
+			t.Fatal(err)
+		}
+		nvmeDeviceAgain(t, kind, dev)
+		tgt.relink(t, dev)
+	})
+	if t.Failed() {
+		return
+	}
 	t.Run("teardown", func(t *testing.T) {
 		if ctrls := nvmeControllers(t); len(ctrls) != 0 {
 			t.Fatalf("controllers left: %v", ctrls)
@@ -187,6 +220,165 @@ func nvmeOverRDMA(t *testing.T, kind string) {
 		}
 		mods.unload(t)
 	})
+}
+
+// The unplug subtest's fio load: random 4 KiB reads and writes that would
+// run far longer than the test, so that only the device's going ends
+// them, and the I/Os the target's disk must have completed before the
+// device is taken away.
+const (
+	fioLoadRuntime = 10 * time.Minute
+	fioLoadIOs     = 200
+)
+
+// unplugUnderLoad connects a controller of subsystem nqn over device dev,
+// starts fio's load on its namespace, and once the load reaches the
+// target's disk runs argv, a command that takes the device away (`rdma
+// link delete`, rmmod of its driver). The command must succeed within
+// nvmeCmdLimit. The RDMA core then removes the device's clients:
+// nvme_rdma deletes the controller, nvmet_rdma disconnects the target's
+// queues, rdma_cm's DEVICE_REMOVAL destroys the listener. So fio must end
+// by itself with an I/O error, and the controller, its namespace, the
+// device and every cm_id of the target's address must go.
+func unplugUnderLoad(t *testing.T, nqn string, disk *nullBlk, dev string, argv ...string) {
+	t.Helper()
+	how := strings.Join(argv, " ")
+	out, err := runIn(t, "", nvmeCmdLimit, "nvme", "connect", "-t", "rdma", "-a", nvmeAddr, "-s", nvmeSvcID, "-n", nqn)
+	if err != nil {
+		t.Fatalf("nvme connect: %v\n%s", err, out)
+	}
+	c := waitController(t, nqn)
+	defer c.remove(t)
+	c.check(t, dev, "", "")
+	ns := c.namespace(t, disk)
+	fio := startFioLoad(t, ns, disk)
+	start := time.Now()
+	if out, err := runBounded(t, nvmeCmdLimit, argv...); err != nil {
+		t.Fatalf("%s under load: %v\n%s", how, err, out)
+	}
+	t.Logf("%s under load: returned in %v", how, time.Since(start).Round(time.Millisecond))
+	fioFailed(t, fio, how, start)
+	c.waitGone(t, ns)
+	t.Logf("%s: %s and %s gone in %v", how, c.name, ns, time.Since(start).Round(time.Millisecond))
+	waitRDMADevGone(t, dev)
+	waitListenerGone(t)
+}
+
+// startFioLoad starts fio's load on the namespace ns and waits until the
+// target's disk has completed fioLoadIOs more reads and writes than
+// before: the load flows through the RDMA device. The target's disk
+// counts them on every kernel; a multipath head's statistics stay at
+// zero before 6.3, which added its I/O accounting.
+func startFioLoad(t *testing.T, ns string, disk *nullBlk) *peerProc {
+	t.Helper()
+	before := blockIOs(t, disk.name)
+	p := startIn(t, "", 2*fioLoadRuntime, "fio", "--name=unplug", "--filename="+ns,
+		"--ioengine=libaio", "--direct=1", "--rw=randrw", "--bs=4k", "--iodepth=16",
+		"--time_based", fmt.Sprintf("--runtime=%d", int(fioLoadRuntime.Seconds())),
+		"--output-format=json")
+	start := time.Now()
+	waitFor(t, "fio's I/O on "+ns+" to reach the target's disk", func() (bool, string) {
+		if p.exited() {
+			out, err := p.wait()
+			t.Fatalf("fio on %s exited before its device went: %v\n%s", ns, err, clip(out))
+		}
+		n := blockIOs(t, disk.name) - before
+		return n >= fioLoadIOs, fmt.Sprintf("%d reads and writes completed", n)
+	})
+	t.Logf("fio on %s: %d I/Os on the target's disk in %v", ns, fioLoadIOs, time.Since(start).Round(time.Millisecond))
+	return p
+}
+
+// fioFailed waits for the load's fio to end by itself, nvmeFioLimit at
+// most, and checks that it failed cleanly: a non-zero exit status (not a
+// signal) and an error in its job's report. how (begun at start) is what
+// took its device away.
+func fioFailed(t *testing.T, p *peerProc, how string, start time.Time) {
+	t.Helper()
+	awaitExit(t, p, nvmeFioLimit)
+	took := time.Since(start).Round(time.Millisecond)
+	out, err := p.wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() <= 0 {
+		t.Fatalf("fio after %s: %v, want a non-zero exit status\n%s", how, err, clip(out))
+	}
+	var rep struct {
+		Jobs []struct {
+			Error int `json:"error"`
+		} `json:"jobs"`
+	}
+	i := strings.IndexByte(out, '{')
+	if i < 0 || json.Unmarshal([]byte(out[i:]), &rep) != nil || len(rep.Jobs) != 1 || rep.Jobs[0].Error == 0 {
+		t.Fatalf("fio after %s: exit status %d, no job error in its report:\n%s\n%s", how, ee.ExitCode(), clip(out), p.errOutput())
+	}
+	e := rep.Jobs[0].Error
+	t.Logf("%s: fio failed after %v, exit status %d, job error %d (%s): %s",
+		how, took, ee.ExitCode(), e, unix.ErrnoName(unix.Errno(e)), firstLine(p.errOutput(), "error"))
+}
+
+// firstLine is the first line of s containing sub, trimmed.
+func firstLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// runBounded runs a command in the initial namespace to its end and
+// returns its output, with its standard error in the error if it failed.
+// A command still running after limit fails the test as a hang (a task
+// blocked in the kernel does not die of the kill that follows).
+func runBounded(t *testing.T, limit time.Duration, argv ...string) (string, error) {
+	t.Helper()
+	p := startIn(t, "", 2*limit, argv[0], argv[1:]...)
+	awaitExit(t, p, limit)
+	return p.wait()
+}
+
+// awaitExit waits for p to exit, for limit at most: past it the test
+// fails, p hangs.
+func awaitExit(t *testing.T, p *peerProc, limit time.Duration) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		t.Fatalf("%s: still running after %v: it hangs", strings.TrimPrefix(p.desc, "[] "), limit)
+	}
+}
+
+// blockIOs is the number of reads and writes the block device name has
+// completed: the first and fifth fields of /sys/block/NAME/stat.
+func blockIOs(t *testing.T, name string) int64 {
+	t.Helper()
+	f := strings.Fields(readAttr(t, "/sys/block/"+name, "stat"))
+	if len(f) < 5 {
+		t.Fatalf("/sys/block/%s/stat: %q", name, f)
+	}
+	r, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		t.Fatalf("/sys/block/%s/stat: %v", name, err)
+	}
+	w, err := strconv.ParseInt(f[4], 10, 64)
+	if err != nil {
+		t.Fatalf("/sys/block/%s/stat: %v", name, err)
+	}
+	return r + w
+}
+
+// nvmeDeviceAgain makes the kind's RDMA device on nvmeNetdev again after
+// the unplug subtest took it away, under its old name dev and with the
+// raw command: nvmeRDMADevice's cleanup deletes the device by that name
+// when the test ends, and the teardown subtest checks it by that name
+// (rdmaIwarpAdd and siwLinkAdd would delete it when this subtest ends,
+// and siwLinkAdd would pick a new name).
+func nvmeDeviceAgain(t *testing.T, kind, dev string) {
+	t.Helper()
+	run(t, "rdma", "link", "add", dev, "type", kind, "netdev", nvmeNetdev)
+	if _, err := os.Stat("/sys/class/infiniband/" + dev); err != nil {
+		t.Fatalf("rdma link add %s returned, the device is not listed: %v", dev, err)
+	}
 }
 
 // nvmeModules are the modules TestRDMACoreNVMe loads: null_blk, the
@@ -481,6 +673,15 @@ func newNVMeTarget(t *testing.T, nqn string, disk *nullBlk, dev string) *nvmeTar
 	if err := os.Symlink(g.subsys, g.link); err != nil {
 		t.Fatalf("link port %s to %s: %v", nvmePortID, nqn, err)
 	}
+	checkListener(t, dev)
+	return g
+}
+
+// checkListener asserts that one cm_id listens on dev with the target's
+// address and port: nvmet_rdma's, which the port's enabling made before
+// the symlink call returned.
+func checkListener(t *testing.T, dev string) {
+	t.Helper()
 	want := nvmeAddr + ":" + nvmeSvcID
 	var ls []map[string]any
 	for _, id := range rdmaOnDev(t, dev, "cm_id") {
@@ -491,7 +692,30 @@ func newNVMeTarget(t *testing.T, nqn string, disk *nullBlk, dev string) *nvmeTar
 	if len(ls) != 1 {
 		t.Fatalf("listening cm_ids on %s for %s: %v, want one (nvmet_rdma's)", dev, want, ls)
 	}
-	return g
+}
+
+// relink disables the port and enables it again, removing its link to
+// the subsystem and making it anew, and checks that nvmet_rdma listens on
+// dev. After its device went nothing else brings the port's listener
+// back: nvmet_rdma's handler of the listener's DEVICE_REMOVAL event has
+// the RDMA core destroy that cm_id and leaves the port without one, and
+// its repair work (a new listener, retried every 5 s) is queued on
+// ADDR_CHANGE only (drivers/nvme/target/rdma.c, 6.1 and 6.12; on 6.1 no
+// cm_id appeared on the new device in the 12 s it was watched); nvmet
+// enables a port when its first subsystem link is made and disables it
+// when its last goes, and has no other switch. Disabling cancels the
+// repair work, so on a kernel that does repair the relink is harmless. The
+// new device's GID is in the core's cache before `rdma link add` returns
+// (ib_register_device fills it), so the new listener's bind finds it.
+func (g *nvmeTarget) relink(t *testing.T, dev string) {
+	t.Helper()
+	if err := os.Remove(g.link); err != nil {
+		t.Fatalf("unlink %s: %v", g.link, err)
+	}
+	if err := os.Symlink(g.subsys, g.link); err != nil {
+		t.Fatalf("link port %s again after its device went: %v", nvmePortID, err)
+	}
+	checkListener(t, dev)
 }
 
 // teardown removes the target in the order configfs allows: the port's
@@ -503,15 +727,7 @@ func (g *nvmeTarget) teardown(t *testing.T) {
 		if err := os.Remove(g.link); err != nil {
 			t.Errorf("unlink %s: %v", g.link, err)
 		}
-		listen := nvmeAddr + ":" + nvmeSvcID
-		waitFor(t, "nvmet_rdma's listener to go", func() (bool, string) {
-			for _, id := range rdmaAll(t, "cm_id") {
-				if id["src-addr"] == listen {
-					return false, fmt.Sprint(id)
-				}
-			}
-			return true, ""
-		})
+		waitListenerGone(t)
 	}
 	if _, err := os.Stat(g.ns); err == nil {
 		writeAttr(t, g.ns, "enable", "0")
@@ -524,6 +740,22 @@ func (g *nvmeTarget) teardown(t *testing.T) {
 			t.Errorf("rmdir %s: %v", d, err)
 		}
 	}
+}
+
+// waitListenerGone waits until no cm_id of any device has the target's
+// address and port: nvmet_rdma's listener, and the target's ends of the
+// queues, are gone.
+func waitListenerGone(t *testing.T) {
+	t.Helper()
+	listen := nvmeAddr + ":" + nvmeSvcID
+	waitFor(t, "nvmet_rdma's listener to go", func() (bool, string) {
+		for _, id := range rdmaAll(t, "cm_id") {
+			if id["src-addr"] == listen {
+				return false, fmt.Sprint(id)
+			}
+		}
+		return true, ""
+	})
 }
 
 // nvmeCtrl is a host controller, /sys/class/nvme/NAME.
