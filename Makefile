@@ -50,7 +50,7 @@ help:
 	@echo "make kmod kmod-debug sparse KVER=V  the module for another kernel (docs/KERNELS.md)"
 	@echo "make test-k612  Debian's 6.12 LTS installed beside 6.1, the module built for it, VM tests on it"
 	@echo "make demo       boot a guest and show iwarp at work"
-	@echo "make bench      iwarp against siw and raw TCP in one guest (BENCH_FLAGS=-quick for a short run)"
+	@echo "make bench      iwarp against siw and raw TCP, NVMe-oF over iwarp, siw, TCP (BENCH_FLAGS=-quick: short)"
 	@echo "make test       all tests: C protocol tests, Go host tests, VM tests"
 	@echo "make test-debug the VM tests on a debug kernel (KASAN, lockdep, kmemleak...; built once, ~1 h)"
 	@echo "make test-proto the C protocol tests only"

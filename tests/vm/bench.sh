@@ -8,12 +8,15 @@
 # two topologies in this one boot:
 #   veth:     namespaces bl and br joined by a veth pair (MTU 1500)
 #   loopback: one namespace bo with a dummy device (the loopback path)
+# and, on a third topology, nvmf, NVMe over Fabrics with fio over iwarp,
+# siw and NVMe/TCP (tests/vm/bench_nvmf.sh).
 # Every measurement is one block on stdout, parsed by the host:
-#   @@run topo=T impl=tcp|sctp|ours|siw|verbs op=tcp|sctp|write|read|send|atomic size=N crc=on|off metric=bw|lat|rate
+#   @@run topo=T impl=tcp|sctp|ours|siw|verbs|nvme-tcp op=tcp|sctp|write|read|send|atomic|randread|randwrite size=N crc=on|off metric=bw|lat|rate|iops
 #   ...the tool's own output...
 #   @@end rc=N
 # Environment: IWARP_REPO; IWARP_SIW_DEFAULT and IWARP_SIW_CRC (siw.ko as
-# shipped, and built to require CRC); BENCH_QUICK=1 for short runs.
+# shipped, and built to require CRC); BENCH_QUICK=1 for short runs;
+# BENCH_TOPOS, the topologies to run (default "veth loopback nvmf").
 set -u
 repo=${IWARP_REPO:?}
 ctl="$repo/bin/iwarpctl"
@@ -22,6 +25,7 @@ sctpping="$repo/bin/sctpping"
 siw_default=${IWARP_SIW_DEFAULT:-}
 siw_crc=${IWARP_SIW_CRC:-}
 quick=${BENCH_QUICK:-0}
+topos=${BENCH_TOPOS:-veth loopback nvmf}
 
 # Octets each bandwidth run moves, latency iterations, and rounds: every
 # iwarp and siw row is measured that many times, ours and siw's in turn,
@@ -417,7 +421,16 @@ run_rows() {
 	done
 }
 
+# topo_wanted T: T is among the topologies asked for.
+topo_wanted() {
+	case " $topos " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+. "$repo/tests/vm/bench_nvmf.sh"
+
 for topo in veth loopback; do
+	topo_wanted $topo || continue
 	topo_up $topo
 	echo "@@topo $topo"
 	ip netns exec "$cli_ns" ip -o link | sed 's/^/@@info /'
@@ -440,6 +453,7 @@ for topo in veth loopback; do
 	siw_down
 	topo_down $topo
 done
+topo_wanted nvmf && run_nvmf
 [ "$verbs" = 1 ] || echo "@@note iwarp_rdma.ko could not be loaded: no verbs rows"
 [ "$verbs" = 1 ] && rmmod iwarp_rdma
 rmmod iwarp

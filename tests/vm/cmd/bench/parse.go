@@ -76,6 +76,9 @@ func (r *benchRun) value() (float64, error) {
 	if r.rc != 0 {
 		return 0, fmt.Errorf("exit status %d: %s", r.rc, lastLines(r.client+r.server, 3))
 	}
+	if r.topo == nvmfTopo {
+		return fioValue(r.client, r.op, r.metric)
+	}
 	switch r.impl {
 	case "tcp":
 		if r.metric == "lat" {
@@ -210,6 +213,50 @@ func oursValue(s, metric string) (float64, error) {
 	return o.Gbps, nil
 }
 
+// nvmfTopo is the NVMe over Fabrics topology (tests/vm/bench_nvmf.sh):
+// fio on a namespace over iwarp (impl ours), siw, and NVMe/TCP (impl
+// nvme-tcp, the row's TCP figure).
+const nvmfTopo = "nvmf"
+
+// fioValue reads fio's JSON report of one job: thousands of I/Os per
+// second (metric iops) or Gb/s (bw) of its reads (op read, randread) or
+// writes.
+func fioValue(s, op, metric string) (float64, error) {
+	type dir struct {
+		IOPS    float64 `json:"iops"`
+		BWBytes float64 `json:"bw_bytes"`
+	}
+	var o struct {
+		Jobs []struct {
+			Error int `json:"error"`
+			Read  dir `json:"read"`
+			Write dir `json:"write"`
+		} `json:"jobs"`
+	}
+	if err := jsonObject(s, &o); err != nil {
+		return 0, err
+	}
+	if len(o.Jobs) != 1 {
+		return 0, fmt.Errorf("fio reports %d jobs, want 1", len(o.Jobs))
+	}
+	j := o.Jobs[0]
+	if j.Error != 0 {
+		return 0, fmt.Errorf("fio reports error %d", j.Error)
+	}
+	d := j.Write
+	if op == "read" || op == "randread" {
+		d = j.Read
+	}
+	v := d.BWBytes * 8 / 1e9
+	if metric == "iops" {
+		v = d.IOPS / 1e3
+	}
+	if v <= 0 {
+		return 0, fmt.Errorf("fio reports no %s %s", op, metric)
+	}
+	return v, nil
+}
+
 // perftestValue reads perftest's report: BW average [Gb/sec] (benchRun with
 // --report_gbits) or t_typical [usec], from the row under the header. The
 // latency tools share one table (ib_read_lat's t_typical is the whole
@@ -248,6 +295,10 @@ func perftestValue(s, metric string) (float64, error) {
 // sctpping) in SCTP beside raw TCP at the same size and metric, Ours and
 // Siw null, Rounds SCTP's runs. The sctp key is absent from the other rows
 // and from a transport row whose every run failed.
+//
+// In the NVMe over Fabrics rows (Topo nvmf; Op randread, randwrite, read,
+// write; Metric iops, in thousands per second, or bw) Ours is fio over
+// iwarp's RDMA device, Siw fio over siw, TCP fio over NVMe/TCP.
 type Row struct {
 	Topo   string   `json:"topo"`
 	Op     string   `json:"op"`
@@ -307,8 +358,8 @@ func rows(runs []benchRun) ([]Row, []error) {
 		size                  int
 	}
 	type entry struct {
-		row                              Row
-		ours, siw, sctp, oursSCTP, verbs []float64
+		row                                       Row
+		ours, siw, sctp, oursSCTP, verbs, nvmeTCP []float64
 	}
 	tcp := map[string][]float64{} // topo/metric/size -> Gb/s or µs
 	byKey := map[key]*entry{}
@@ -331,7 +382,7 @@ func rows(runs []benchRun) ([]Row, []error) {
 		k := key{r.topo, r.op, r.crc, r.metric, r.size}
 		e := byKey[k]
 		if e == nil {
-			unit := map[string]string{"bw": "Gb/s", "lat": "us", "rate": "M/s"}[r.metric]
+			unit := map[string]string{"bw": "Gb/s", "lat": "us", "rate": "M/s", "iops": "kIOPS"}[r.metric]
 			e = &entry{row: Row{Topo: r.topo, Op: r.op, Size: r.size, CRC: r.crc, Metric: r.metric, Unit: unit}}
 			byKey[k] = e
 			order = append(order, k)
@@ -350,6 +401,8 @@ func rows(runs []benchRun) ([]Row, []error) {
 			e.oursSCTP = append(e.oursSCTP, v)
 		case "verbs":
 			e.verbs = append(e.verbs, v)
+		case "nvme-tcp":
+			e.nvmeTCP = append(e.nvmeTCP, v)
 		}
 	}
 	out := make([]Row, 0, len(order))
@@ -357,8 +410,11 @@ func rows(runs []benchRun) ([]Row, []error) {
 		e := byKey[k]
 		row := e.row
 		row.Ours, row.Siw, row.OursSCTP, row.Verbs = median(e.ours), median(e.siw), median(e.oursSCTP), median(e.verbs)
-		row.Rounds = max(len(e.ours), len(e.siw), len(e.sctp), len(e.oursSCTP), len(e.verbs))
+		row.Rounds = max(len(e.ours), len(e.siw), len(e.sctp), len(e.oursSCTP), len(e.verbs), len(e.nvmeTCP))
 		row.TCP = median(tcp[fmt.Sprint(row.Topo, "/", row.Metric, "/", row.Size)])
+		if row.Topo == nvmfTopo {
+			row.TCP = median(e.nvmeTCP)
+		}
 		if row.transportRow() {
 			row.SCTP = median(e.sctp)
 		}
@@ -369,8 +425,8 @@ func rows(runs []benchRun) ([]Row, []error) {
 		}
 		out = append(out, row)
 	}
-	metricRank := map[string]int{"bw": 0, "rate": 1, "lat": 2}
-	opRank := map[string]int{"write": 0, "read": 1, "send": 2, "atomic": 3, "sctp": 4}
+	metricRank := map[string]int{"bw": 0, "rate": 1, "lat": 2, "iops": 3}
+	opRank := map[string]int{"write": 0, "read": 1, "send": 2, "atomic": 3, "sctp": 4, "randwrite": 5, "randread": 6}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		switch {
@@ -423,17 +479,20 @@ func sizeText(n int) string {
 // The rows measured through libibverbs follow: perftest on iwarp's RDMA
 // devices beside perftest on siw (the same binaries) and iwarp-perf on
 // iwarp (the userlib path). The raw transport rows follow in a table of
-// their own: SCTP beside TCP and SCTP/TCP.
+// their own: SCTP beside TCP and SCTP/TCP; then the NVMe over Fabrics
+// rows: fio over iwarp, siw and NVMe/TCP.
 func table(rs []Row) string {
 	var b strings.Builder
 	na := false
-	var verbs []Row
-	fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
-		"TOPO", "OP", "SIZE", "CRC", "KIND", "OURS", "SIW", "TCP", "OURS/SIW", "OURS/TCP", "UNIT")
-	var raw, overSCTP []Row
+	var verbs, raw, overSCTP, nvmf []Row
+	head := false
 	for _, r := range rs {
 		if r.transportRow() {
 			raw = append(raw, r)
+			continue
+		}
+		if r.Topo == nvmfTopo {
+			nvmf = append(nvmf, r)
 			continue
 		}
 		if r.OursSCTP != nil {
@@ -441,6 +500,11 @@ func table(rs []Row) string {
 		}
 		if r.Verbs != nil {
 			verbs = append(verbs, r)
+		}
+		if !head {
+			fmt.Fprintf(&b, "%-9s %-6s %-5s %-4s %-4s %9s %9s %9s %9s %9s %s\n",
+				"TOPO", "OP", "SIZE", "CRC", "KIND", "OURS", "SIW", "TCP", "OURS/SIW", "OURS/TCP", "UNIT")
+			head = true
 		}
 		siw, oursSiw := figure(r.Siw), ratio(r.Ours, r.Siw)
 		if r.Siw == nil && !siwImplements(r.Op) {
@@ -489,5 +553,15 @@ func table(rs []Row) string {
 				r.Topo, "raw", sizeText(r.Size), r.Metric, figure(r.TCP), figure(r.SCTP), ratio(r.SCTP, r.TCP), r.Unit)
 		}
 	}
-	return b.String()
+	if len(nvmf) > 0 {
+		fmt.Fprintf(&b, "\n%-9s %-9s %-5s %-4s %9s %9s %9s %9s %9s %s\n",
+			"TOPO", "FIO", "SIZE", "KIND", "IWARP", "SIW", "NVME/TCP", "IWARP/SIW", "IWARP/TCP", "UNIT")
+		for _, r := range nvmf {
+			fmt.Fprintf(&b, "%-9s %-9s %-5s %-4s %9s %9s %9s %9s %9s %s\n",
+				r.Topo, r.Op, sizeText(r.Size), r.Metric, figure(r.Ours), figure(r.Siw), figure(r.TCP),
+				ratio(r.Ours, r.Siw), ratio(r.Ours, r.TCP), r.Unit)
+		}
+		b.WriteString("NVMe over Fabrics, fio on one namespace: IWARP over iwarp's RDMA device, SIW over siw, NVME/TCP over TCP\n")
+	}
+	return strings.TrimPrefix(b.String(), "\n")
 }

@@ -536,3 +536,66 @@ func TestVerbsRows(t *testing.T) {
 		"veth      write  8     off  lat     41.000         -         -         -         - us",
 	)
 }
+
+// fioReport is fio's JSON report of one job, cut to what bench reads and
+// a few fields around it.
+func fioReport(rdIOPS, rdBW, wrIOPS, wrBW float64) string {
+	dir := func(iops, bw float64) string {
+		return `{"io_bytes":209104896,"bw_bytes":` + strconv.FormatFloat(bw, 'f', -1, 64) +
+			`,"bw":204000,"iops":` + strconv.FormatFloat(iops, 'f', 6, 64) + `,"runtime":1001}`
+	}
+	return "note: both iodepth >= 1 and synchronous I/O engine are selected\n" +
+		`{"fio version":"fio-3.33","jobs":[{"jobname":"nvmf-randread","error":0,` +
+		`"read":` + dir(rdIOPS, rdBW) + `,"write":` + dir(wrIOPS, wrBW) + `}]}` + "\n"
+}
+
+// The NVMe over Fabrics rows: fio's IOPS (thousands) or bandwidth of the
+// direction the row names, iwarp, siw and NVMe/TCP in one row and a table
+// of their own (not the main one); a failed job is an error.
+func TestNVMfRows(t *testing.T) {
+	block := func(header, client string) string {
+		return "@@run " + header + "\n" + client + "@@end rc=0\n"
+	}
+	out := "@@info nvmf: nvme version 2.4 fio-3.33\n" +
+		block("topo=nvmf impl=ours op=randread size=4096 crc=off metric=iops", fioReport(12000, 49152000, 0, 0)) +
+		block("topo=nvmf impl=siw op=randread size=4096 crc=off metric=iops", fioReport(8000, 32768000, 0, 0)) +
+		block("topo=nvmf impl=nvme-tcp op=randread size=4096 crc=off metric=iops", fioReport(16000, 65536000, 0, 0)) +
+		block("topo=nvmf impl=ours op=randread size=4096 crc=off metric=iops", fioReport(14000, 57344000, 0, 0)) +
+		block("topo=nvmf impl=ours op=write size=131072 crc=off metric=bw", fioReport(0, 0, 1000, 131072000)) +
+		block("topo=nvmf impl=siw op=write size=131072 crc=off metric=bw", fioReport(0, 0, 500, 65536000)) +
+		block("topo=nvmf impl=nvme-tcp op=write size=131072 crc=off metric=bw",
+			`{"jobs":[{"error":5,"read":{"iops":0,"bw_bytes":0},"write":{"iops":1,"bw_bytes":1}}]}`+"\n") +
+		"@@done\n"
+	runs, _, err := parseRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := rows(runs)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "fio reports error 5") {
+		t.Errorf("errors %v, want the failed NVMe/TCP job's", errs)
+	}
+	var got []string
+	for _, r := range rs {
+		b, _ := json.Marshal(r)
+		got = append(got, string(b))
+	}
+	want := []string{
+		`{"topo":"nvmf","op":"write","size":131072,"crc":"off","metric":"bw","ours":1.048576,"siw":0.524288,"tcp":null,"unit":"Gb/s","rounds":1}`,
+		`{"topo":"nvmf","op":"randread","size":4096,"crc":"off","metric":"iops","ours":13,"siw":8,"tcp":16,"unit":"kIOPS","rounds":2}`,
+	}
+	sameRows(t, got, want)
+	tab := table(rs)
+	tableHas(t, tab,
+		"TOPO      FIO       SIZE  KIND     IWARP       SIW  NVME/TCP IWARP/SIW IWARP/TCP UNIT",
+		"nvmf      write     128K  bw       1.049     0.524         -      2.00         - Gb/s",
+		"nvmf      randread  4K    iops    13.000     8.000    16.000      1.62      0.81 kIOPS",
+	)
+	if !strings.HasPrefix(tab, "TOPO      FIO ") {
+		t.Errorf("the NVMe over Fabrics table does not come first with no other row:\n%s", tab)
+	}
+	main, _ := rows(append(runs, benchRun{topo: "veth", impl: "ours", op: "write", size: 8, crc: "off", metric: "lat",
+		client: `{"lat_us":{"p50":30.5}}`}))
+	if head, _, _ := strings.Cut(table(main), "\n\n"); strings.Contains(head, "nvmf") {
+		t.Errorf("nvmf rows in the main table:\n%s", head)
+	}
+}
