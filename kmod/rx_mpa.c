@@ -333,7 +333,9 @@ void iwarp_rx_read(struct iwarp_conn *conn)
 void iwarp_rx_work(struct work_struct *work)
 {
 	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, rx_work);
+	unsigned int noio = iwarp_conn_noio_begin(conn);
 
 	iwarp_rx_read(conn);
+	iwarp_conn_noio_end(noio);
 	iwarp_conn_put(conn);		/* the work's */
 }

@@ -17,6 +17,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/net.h>
+#include <linux/sched/mm.h>
 #include <linux/uio.h>
 #include <net/sock.h>
 #include <rdma/siw-abi.h>
@@ -993,6 +994,18 @@ static void iwarp_tx_run(struct iwarp_conn *conn, unsigned int passes)
 	}
 }
 
+/* memalloc_noio_save() gives 0 or PF_MEMALLOC_NOIO: UINT_MAX is neither. */
+unsigned int iwarp_conn_noio_begin(const struct iwarp_conn *conn)
+{
+	return conn->qp && conn->qp->kern ? memalloc_noio_save() : UINT_MAX;
+}
+
+void iwarp_conn_noio_end(unsigned int flags)
+{
+	if (flags != UINT_MAX)
+		memalloc_noio_restore(flags);
+}
+
 /*
  * With tx_lock held: runs the engine, or once the connection is closed and
  * its engines stopped, flushes what was posted since (the QP is in error).
@@ -1001,6 +1014,8 @@ static void iwarp_tx_run(struct iwarp_conn *conn, unsigned int passes)
  */
 static void iwarp_tx_locked(struct iwarp_conn *conn, unsigned int passes)
 {
+	unsigned int noio = iwarp_conn_noio_begin(conn);
+
 	if (conn->stopped) {
 		iwarp_conn_flush(conn, true);
 	} else if (conn->fpdu_mode && !READ_ONCE(conn->closing)) {
@@ -1008,6 +1023,7 @@ static void iwarp_tx_locked(struct iwarp_conn *conn, unsigned int passes)
 		/* After the run: one that took long was not idle (txbuf.c). */
 		conn->tx_last = jiffies;
 	}
+	iwarp_conn_noio_end(noio);
 }
 
 static void iwarp_tx_work_run(struct iwarp_conn *conn, unsigned int passes)
