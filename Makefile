@@ -264,11 +264,11 @@ test-debug: kmod-kdebug go opcheck connrate ibvmr
 # runs K612_RUN of the VM suite on it (all of it with K612_RUN=.).
 K612_RUN ?= ^(TestHarness.*|TestModule.*|TestLink.*|TestRDMAMatrix|TestRDMACoreDevice|TestRDMACoreRping|TestMalformed|TestPerf.*|TestSCTP.*)$$
 # What `make test` runs on 6.12 after the whole suite on 6.1: load and
-# unload, links, the RDMA matrix, the RDMA-core device, NVMe over RDMA on
-# it, malformed traffic,
+# unload, links, the RDMA matrix, the RDMA-core device, NVMe and NFS over
+# RDMA on it, malformed traffic,
 # perf against siw and TCP, the siw interop cells, DDP over SCTP,
 # persistence.
-K612_CI_RUN := ^(TestHarness.*|TestModule.*|TestLinkCLI|TestLinkCtl|TestRDMAMatrix|TestRDMACoreDevice|TestRDMACoreNVMe|TestMalformed|TestPerf|TestSiwSanity|TestSiwOps|TestSCTPMatrix|TestSCTPSession|TestPersistence)$$
+K612_CI_RUN := ^(TestHarness.*|TestModule.*|TestLinkCLI|TestLinkCtl|TestRDMAMatrix|TestRDMACoreDevice|TestRDMACoreNVMe|TestRDMACoreNFS|TestMalformed|TestPerf|TestSiwSanity|TestSiwOps|TestSCTPMatrix|TestSCTPSession|TestPersistence)$$
 
 deps-k612:
 	@sh scripts/deps.sh

@@ -7,7 +7,12 @@
 # bpftrace for the tracepoint test, docs/TRACING.md; iproute2's rdma and
 # ibverbs-utils' ibv_devices, ibv_devinfo and ibv_asyncwatch for the
 # RDMA-core device test; fio and nvme-cli for NVMe over RDMA,
-# TestRDMACoreNVMe), groff-base
+# TestRDMACoreNVMe; nfs-kernel-server's rpc.mountd and exportfs and
+# nfs-common's mount.nfs for NFS over RDMA, TestRDMACoreNFS, which runs
+# them in the guest only: on a host with systemd their install starts
+# rpcbind (port 111) and an nfsd exporting nothing (2049), which the
+# tests do not need: `systemctl disable --now nfs-server rpcbind.socket
+# rpcbind` stops them), groff-base
 # (install-check renders the man pages), and dkms and lintian for the
 # package checks (scripts/deb-check.sh). Idempotent and
 # non-interactive: it only calls apt when a package is missing.
@@ -40,6 +45,8 @@ linux-headers-amd64
 linux-image-amd64
 linux-perf
 llvm
+nfs-common
+nfs-kernel-server
 nvme-cli
 openssl
 perftest
