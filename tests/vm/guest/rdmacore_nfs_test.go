@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -172,43 +170,10 @@ func nfsTools(t *testing.T) {
 }
 
 // nfsRDMADevice puts the device kind's RDMA device on a dummy netdev with
-// nfsAddr in the initial namespace and returns its name. Everything goes
-// when the test ends: the device, the netdev, and siw or iwarp_rdma.ko.
+// nfsAddr in the initial namespace and returns its name (ulpRDMADevice).
 func nfsRDMADevice(t *testing.T, kind string) string {
 	t.Helper()
-	switch kind {
-	case "siw":
-		loadSiw(t, "default")
-	case "iwarp":
-		loadRDMACore(t)
-	default:
-		t.Fatalf("device kind %q", kind)
-	}
-	initNS, err := netns.GetFromPath("/proc/1/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer initNS.Close()
-	h, err := netlink.NewHandleAt(initNS, unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: nfsNetdev}}); err != nil {
-		t.Fatalf("dummy %s: %v", nfsNetdev, err)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "link", "del", nfsNetdev).CombinedOutput(); err != nil {
-			t.Errorf("ip link del %s: %v: %s", nfsNetdev, err, out)
-		}
-	})
-	if err := configureSide(initNS, nfsNetdev, nfsAddr+"/24", nfsAddr6+"/64"); err != nil {
-		t.Fatal(err)
-	}
-	if kind == "siw" {
-		return siwLinkAdd(t, "", nfsNetdev)
-	}
-	return rdmaIwarpAdd(t, "", "iwrp_nfs", nfsNetdev)
+	return ulpRDMADevice(t, kind, nfsNetdev, nfsAddr, nfsAddr6, "iwrp_nfs")
 }
 
 // loadNFSModules loads the server (nfsd), the RPC-over-RDMA transport of

@@ -550,9 +550,18 @@ func (m *nvmeModules) unload(t *testing.T) {
 }
 
 // nvmeRDMADevice puts the device kind's RDMA device on a dummy netdev with
-// nvmeAddr in the initial namespace and returns its name. Everything goes
-// when the test ends: the device, the netdev, and siw or iwarp_rdma.ko.
+// nvmeAddr in the initial namespace and returns its name (ulpRDMADevice).
 func nvmeRDMADevice(t *testing.T, kind string) string {
+	t.Helper()
+	return ulpRDMADevice(t, kind, nvmeNetdev, nvmeAddr, nvmeAddr6, "iwrp_nvme")
+}
+
+// ulpRDMADevice puts the device kind's RDMA device (siw's, or iwarp's
+// named iwName) on a dummy netdev with addr/24 and addr6/64 in the initial
+// namespace, where the kernel's RDMA ULPs make their connections, and
+// returns its name. Everything goes when the test ends: the device, the
+// netdev, and siw or iwarp_rdma.ko.
+func ulpRDMADevice(t *testing.T, kind, netdev, addr, addr6, iwName string) string {
 	t.Helper()
 	switch kind {
 	case "siw":
@@ -572,21 +581,21 @@ func nvmeRDMADevice(t *testing.T, kind string) string {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: nvmeNetdev}}); err != nil {
-		t.Fatalf("dummy %s: %v", nvmeNetdev, err)
+	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: netdev}}); err != nil {
+		t.Fatalf("dummy %s: %v", netdev, err)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "link", "del", nvmeNetdev).CombinedOutput(); err != nil {
-			t.Errorf("ip link del %s: %v: %s", nvmeNetdev, err, out)
+		if out, err := exec.Command("ip", "link", "del", netdev).CombinedOutput(); err != nil {
+			t.Errorf("ip link del %s: %v: %s", netdev, err, out)
 		}
 	})
-	if err := configureSide(initNS, nvmeNetdev, nvmeAddr+"/24", nvmeAddr6+"/64"); err != nil {
+	if err := configureSide(initNS, netdev, addr+"/24", addr6+"/64"); err != nil {
 		t.Fatal(err)
 	}
 	if kind == "siw" {
-		return siwLinkAdd(t, "", nvmeNetdev)
+		return siwLinkAdd(t, "", netdev)
 	}
-	return rdmaIwarpAdd(t, "", "iwrp_nvme", nvmeNetdev)
+	return rdmaIwarpAdd(t, "", iwName, netdev)
 }
 
 // nullBlk is a memory-backed null_blk disk made through configfs.
