@@ -423,16 +423,17 @@ void iwarp_tx_work(struct work_struct *work);
 void iwarp_tx_resp_work(struct work_struct *work);
 /* Queues the engine (from anywhere, including the receive path). */
 void iwarp_tx_kick(struct iwarp_conn *conn);
-/*
- * A kernel QP's connection may carry the block I/O that reclaim waits for
- * (NVMe over Fabrics): its engine works allocate as GFP_NOIO in between.
- * begin returns what end restores.
- */
-unsigned int iwarp_conn_noio_begin(const struct iwarp_conn *conn);
-void iwarp_conn_noio_end(unsigned int flags);
 void iwarp_tx_kick_resp(struct iwarp_conn *conn);
 /* The SQ doorbell: runs the engine in the caller if it is free. */
 void iwarp_tx_doorbell(struct iwarp_conn *conn);
+/*
+ * A kernel QP's connection may carry the block I/O that reclaim waits for
+ * (NVMe over Fabrics): the engine's transmit runs and its receive reads
+ * allocate as GFP_NOIO between begin and end (a memalloc_noio scope; other
+ * connections none). begin returns what end restores.
+ */
+unsigned int iwarp_conn_noio_begin(const struct iwarp_conn *conn);
+void iwarp_conn_noio_end(unsigned int flags);
 /* Completes what may complete on the SQ, in order; with conn->lock held. */
 void iwarp_sq_complete(struct iwarp_conn *conn);
 /*

@@ -305,12 +305,17 @@ void iwarp_rx_direct(struct iwarp_conn *conn)
 		iwarp_rx_stage_idle(conn);
 }
 
-/* Parses what the socket holds; called by rx_work and before a close. */
+/*
+ * Parses what the socket holds; called by rx_work and before a close. The
+ * stage's pages it takes are a kernel QP's I/O path: no reclaim by I/O.
+ */
 void iwarp_rx_read(struct iwarp_conn *conn)
 {
 	struct sock *sk = conn->sock->sk;
 	read_descriptor_t desc = { .arg.data = conn, .count = 1 };
+	unsigned int noio;
 
+	noio = iwarp_conn_noio_begin(conn);
 	lock_sock(sk);
 	if (!READ_ONCE(conn->closing)) {
 		/*
@@ -328,14 +333,13 @@ void iwarp_rx_read(struct iwarp_conn *conn)
 		iwarp_rx_stage_idle(conn);
 	}
 	release_sock(sk);
+	iwarp_conn_noio_end(noio);
 }
 
 void iwarp_rx_work(struct work_struct *work)
 {
 	struct iwarp_conn *conn = container_of(work, struct iwarp_conn, rx_work);
-	unsigned int noio = iwarp_conn_noio_begin(conn);
 
 	iwarp_rx_read(conn);
-	iwarp_conn_noio_end(noio);
 	iwarp_conn_put(conn);		/* the work's */
 }
