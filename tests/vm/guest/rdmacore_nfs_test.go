@@ -505,16 +505,7 @@ func (m *nfsMount) unmount(t *testing.T, dev string) {
 	if fs := fstypeAt(t, m.dir); fs != "" {
 		t.Fatalf("umount %s returned, %s still mounted there", m.dir, fs)
 	}
-	waitFor(t, "the mount's cm_ids and QPs on "+dev+" to go", func() (bool, string) {
-		var left []map[string]any
-		for _, id := range rdmaOnDev(t, dev, "cm_id") {
-			if id["state"] != "LISTEN" {
-				left = append(left, id)
-			}
-		}
-		left = append(left, rdmaOnDev(t, dev, "qp")...)
-		return len(left) == 0, fmt.Sprint(left)
-	})
+	waitConnsGone(t, dev, "the mount's")
 	t.Logf("umount %s: its connection gone in %v", m.dir, time.Since(start).Round(time.Millisecond))
 }
 

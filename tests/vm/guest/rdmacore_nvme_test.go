@@ -947,7 +947,14 @@ func (c *nvmeCtrl) waitGone(t *testing.T, ns string) {
 // its release work.
 func waitQueuesGone(t *testing.T, dev string) {
 	t.Helper()
-	waitFor(t, "the queues' cm_ids and QPs on "+dev+" to go", func() (bool, string) {
+	waitConnsGone(t, dev, "the queues'")
+}
+
+// waitConnsGone waits until nothing but listeners is left on dev: no
+// connected cm_id, no QP. whose names them in the wait's description.
+func waitConnsGone(t *testing.T, dev, whose string) {
+	t.Helper()
+	waitFor(t, whose+" cm_ids and QPs on "+dev+" to go", func() (bool, string) {
 		var left []map[string]any
 		for _, id := range rdmaOnDev(t, dev, "cm_id") {
 			if id["state"] != "LISTEN" {
