@@ -145,12 +145,7 @@ func nfsOverRDMA(t *testing.T, kind string) {
 	}
 	t.Run("teardown", func(t *testing.T) {
 		srv.stop(t)
-		if ids := rdmaOnDev(t, dev, "cm_id"); len(ids) != 0 {
-			t.Errorf("cm_ids left on %s: %v", dev, ids)
-		}
-		if qps := rdmaOnDev(t, dev, "qp"); len(qps) != 0 {
-			t.Errorf("QPs left on %s: %v", dev, qps)
-		}
+		checkDevEmpty(t, dev)
 		mods.count(t)
 		mods.unload(t)
 	})

@@ -212,12 +212,7 @@ func nvmeOverRDMA(t *testing.T, kind string) {
 			}
 		}
 		disk.remove(t)
-		if ids := rdmaOnDev(t, dev, "cm_id"); len(ids) != 0 {
-			t.Errorf("cm_ids left on %s: %v", dev, ids)
-		}
-		if qps := rdmaOnDev(t, dev, "qp"); len(qps) != 0 {
-			t.Errorf("QPs left on %s: %v", dev, qps)
-		}
+		checkDevEmpty(t, dev)
 		mods.unload(t)
 	})
 }
@@ -948,6 +943,17 @@ func (c *nvmeCtrl) waitGone(t *testing.T, ns string) {
 func waitQueuesGone(t *testing.T, dev string) {
 	t.Helper()
 	waitConnsGone(t, dev, "the queues'")
+}
+
+// checkDevEmpty fails the test for each cm_id and QP left on dev.
+func checkDevEmpty(t *testing.T, dev string) {
+	t.Helper()
+	if ids := rdmaOnDev(t, dev, "cm_id"); len(ids) != 0 {
+		t.Errorf("cm_ids left on %s: %v", dev, ids)
+	}
+	if qps := rdmaOnDev(t, dev, "qp"); len(qps) != 0 {
+		t.Errorf("QPs left on %s: %v", dev, qps)
+	}
 }
 
 // waitConnsGone waits until nothing but listeners is left on dev: no
