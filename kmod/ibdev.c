@@ -1663,7 +1663,15 @@ static int __init iwarp_ibdev_init(void)
 	iwarp_ibdev_wq = alloc_workqueue("iwarp_ibdev", 0, 0);
 	if (!iwarp_ibdev_wq)
 		return -ENOMEM;
-	iwarp_ib_db_wq = alloc_workqueue("iwarp_ib_db", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	/*
+	 * Unbound: a kernel QP's transmit runs on whichever CPU the
+	 * scheduler finds free, not always on the one that posted (whose
+	 * ULP is busy there), so a ULP's submit and the engine's transmit,
+	 * and the two ends of one connection, overlap (docs/PERFORMANCE.md,
+	 * "NVMe over Fabrics").
+	 */
+	iwarp_ib_db_wq = alloc_workqueue("iwarp_ib_db",
+					 WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
 	if (!iwarp_ib_db_wq) {
 		destroy_workqueue(iwarp_ibdev_wq);
 		return -ENOMEM;
