@@ -1664,14 +1664,16 @@ static int __init iwarp_ibdev_init(void)
 	if (!iwarp_ibdev_wq)
 		return -ENOMEM;
 	/*
-	 * Unbound: a kernel QP's transmit runs on whichever CPU the
-	 * scheduler finds free, not always on the one that posted (whose
-	 * ULP is busy there), so a ULP's submit and the engine's transmit,
-	 * and the two ends of one connection, overlap (docs/PERFORMANCE.md,
-	 * "NVMe over Fabrics").
+	 * Unbound: a kernel QP's transmit runs on a CPU the scheduler finds
+	 * free near the poster (its NUMA node; its LLC from 6.6), not always
+	 * on the one that posted (whose ULP is busy there), so a ULP's
+	 * submit and the engine's transmit, and the two ends of one
+	 * connection, overlap (docs/PERFORMANCE.md, "NVMe over Fabrics").
+	 * Works never wait on each other: the limit only queues them.
 	 */
 	iwarp_ib_db_wq = alloc_workqueue("iwarp_ib_db",
-					 WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+					 WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_HIGHPRI,
+					 WQ_UNBOUND_MAX_ACTIVE);
 	if (!iwarp_ib_db_wq) {
 		destroy_workqueue(iwarp_ibdev_wq);
 		return -ENOMEM;
