@@ -60,6 +60,7 @@ static struct iwarp_cq *iwarp_cq_new(struct iwarp_ctx *ctx, u32 entries, enum iw
 	cq->fmt = fmt;
 	cq->front = ops;
 	cq->front_priv = priv;
+	cq->fronted = !!ops;
 	atomic_inc(&iwarp_verbs_live.cqs);
 
 	if (fmt == IWARP_CQ_FMT_SIW)
@@ -313,7 +314,7 @@ int iwarp_cq_post(struct iwarp_cq *cq, const struct iwarp_cqe *cqe)
 			iwarp_ring_flags_mod(&cq->ring, IWARP_RING_F_ERROR, 0);
 			if (cq->front)
 				cq->front->error(cq, cq->front_priv);
-			else
+			else if (!cq->fronted)
 				notify = true;
 			ev.status = -ENOSPC;
 		}
@@ -333,8 +334,8 @@ int iwarp_cq_post(struct iwarp_cq *cq, const struct iwarp_cqe *cqe)
 	if (iwarp_cq_arm_matches(arm, cqe) && cmpxchg(&ctrl->arm, arm, IWARP_CQ_ARM_NONE) == arm) {
 		if (cq->front)
 			cq->front->comp(cq, cq->front_priv);
-		else
-			notify = true;
+		else if (!cq->fronted)
+			notify = true;	/* a detached front's CQ: nobody to tell */
 	}
 out:
 	spin_unlock_irqrestore(&cq->lock, flags);
@@ -467,7 +468,9 @@ static int iwarp_cq_selftest_siw(struct iwarp_ctx *ctx)
 /*
  * A kernel front end's CQ (our layout, front ops): an armed completion
  * calls comp once and disarms, an unarmed one calls nothing, a full ring
- * calls error once; nothing is queued on the context.
+ * calls error once; nothing is queued on the context. Once its front is
+ * detached, neither an armed completion nor an overflow calls it or
+ * queues anything on the context.
  */
 static int iwarp_cq_selftest_kernel(struct iwarp_ctx *ctx)
 {
@@ -495,6 +498,20 @@ static int iwarp_cq_selftest_kernel(struct iwarp_ctx *ctx)
 		fail = "ring or events";
 	iwarp_cq_destroy(ctx, cq->id, NULL);
 	iwarp_cq_put(cq);
+	if (fail)
+		goto out;
+	cq = iwarp_cq_create_kernel(ctx, 2, &iwarp_cq_selftest_ops, &f);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	iwarp_cq_detach_front(cq);
+	WRITE_ONCE(cq->ring.ctrl->arm, IWARP_CQ_ARM_NEXT);
+	for (i = 0; i < 3; i++)
+		iwarp_cq_post(cq, &cqe);
+	if (f.comp != 1 || f.error != 1 || iwarp_ctx_pop_event(ctx, &ev) != -ENOENT)
+		fail = "detached";
+	iwarp_cq_destroy(ctx, cq->id, NULL);
+	iwarp_cq_put(cq);
+out:
 	if (fail) {
 		pr_err("CQ self-test (kernel): %s\n", fail);
 		return -EINVAL;

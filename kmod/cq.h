@@ -53,8 +53,9 @@ struct iwarp_cq {
 	u32 head;			/* the kernel's producer index */
 	bool overflow;			/* a completion was lost */
 	bool dead;			/* destroyed: iwarp_cq_post() refuses */
-	const struct iwarp_cq_front_ops *front;	/* NULL: events go to ctx */
+	const struct iwarp_cq_front_ops *front;	/* NULL and !fronted: events go to ctx */
 	void *front_priv;
+	bool fronted;			/* made with a front: never events to ctx */
 	struct rcu_head rcu;
 };
 

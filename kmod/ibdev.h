@@ -95,18 +95,20 @@
  *   with the wrapper as their argument; iwarp_cq_destroy() unpublishes
  *   the CQ under that lock before destroy_cq returns and the core frees
  *   the wrapper, so none runs later. Lock order: the engine CQ's lock >
- *   uverbs' event-queue locks. A kernel CQ's comp_handler runs from the
- *   wrapper's irq_work instead, outside the engine's locks (the ULP's
- *   handler polls, arms and posts): pre_destroy_cq (ib_free_cq's, before
- *   it stops the core's polling) and destroy_cq detach the engine CQ and
- *   wait for the irq_work (irq_work_sync), so none runs after.
+ *   uverbs' event-queue locks. A kernel CQ's comp_handler and CQ_ERR
+ *   event run from the wrapper's irq_work instead, outside the engine's
+ *   locks (the ULP's handler polls, arms and posts): pre_destroy_cq
+ *   (ib_free_cq's, before it stops the core's polling) and destroy_cq
+ *   detach the engine CQ and wait for the irq_work (irq_work_sync), so
+ *   none runs after. A detached kernel CQ posts no context event either.
  * - Kernel objects (udata NULL): PDs, MRs, CQs and QPs of the device's
  *   own context (kctx), which lives until dealloc_driver, after every
  *   client of the core destroyed its objects. A kernel QP's producers
  *   (post_send, post_recv, any context) take only the wrapper's spinlocks
- *   with interrupts off and queue its doorbell work (iwarp_ib_db_wq);
- *   destroy_qp cancels that work after unpublishing the QP and before
- *   the engine's destroy, so no doorbell runs during or after it. A
+ *   with interrupts off and, under them, queue its doorbell work
+ *   (iwarp_ib_db_wq); destroy_qp takes both locks, then cancels that
+ *   work, after unpublishing the QP and before the engine's destroy, so
+ *   no doorbell runs or is queued during or after it. A
  *   fast-registration MR's engine region is the wrapper's until
  *   dereg_mr; its lock (mr.h) nests inside the engine connection's.
  * - Ring mappings: a CQ's ring, and a QP's SQ and RQ, are each found by

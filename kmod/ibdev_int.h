@@ -91,7 +91,8 @@ struct iwarp_ib_cq {
 	struct iwarp_ib_mmap *mmap;	/* its ring's key, removed at destroy */
 	/* Kernel CQs (mmap NULL): the consumer's side, and notifications. */
 	spinlock_t poll_lock;		/* the ring's tail */
-	struct irq_work comp_work;	/* calls comp_handler outside the engine's locks */
+	struct irq_work comp_work;	/* calls the ULP's handlers outside the engine's locks */
+	unsigned long pending;		/* IWARP_IB_KCQ_{COMP,ERR}: what comp_work calls */
 };
 
 struct iwarp_ib_qp {

@@ -142,20 +142,31 @@ int iwarp_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int n,
 
 /* ------------------------------------------------------------------ CQs */
 
+enum {
+	IWARP_IB_KCQ_COMP,		/* an armed completion: comp_handler */
+	IWARP_IB_KCQ_ERR,		/* a lost completion: the CQ_ERR event */
+};
+
 static void iwarp_ib_kcq_comp_work(struct irq_work *work)
 {
 	struct iwarp_ib_cq *cq = container_of(work, struct iwarp_ib_cq, comp_work);
 	struct ib_cq *ibcq = &cq->base;
 
-	if (ibcq->comp_handler)
+	if (test_and_clear_bit(IWARP_IB_KCQ_ERR, &cq->pending))
+		iwarp_ib_cq_error(cq->cq, ibcq);
+	if (test_and_clear_bit(IWARP_IB_KCQ_COMP, &cq->pending) && ibcq->comp_handler)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
 }
 
-/* Under the engine CQ's lock: the handler runs from the irq_work. */
+/*
+ * Under the engine CQ's lock (and often a connection's): the ULP's
+ * handlers, which may poll, arm and post, run from the irq_work.
+ */
 static void iwarp_ib_kcq_comp(struct iwarp_cq *ecq, void *priv)
 {
 	struct iwarp_ib_cq *cq = priv;
 
+	set_bit(IWARP_IB_KCQ_COMP, &cq->pending);
 	irq_work_queue(&cq->comp_work);
 }
 
@@ -164,7 +175,8 @@ static void iwarp_ib_kcq_error(struct iwarp_cq *ecq, void *priv)
 {
 	struct iwarp_ib_cq *cq = priv;
 
-	iwarp_ib_cq_error(ecq, &cq->base);
+	set_bit(IWARP_IB_KCQ_ERR, &cq->pending);
+	irq_work_queue(&cq->comp_work);
 }
 
 static const struct iwarp_cq_front_ops iwarp_ib_kcq_front = {
@@ -381,6 +393,15 @@ int iwarp_ib_kcreate_qp(struct iwarp_ib_qp *qp, struct iwarp_ibdev *iwdev,
  */
 void iwarp_ib_kdestroy_qp(struct iwarp_ib_qp *qp)
 {
+	/*
+	 * A producer still inside post_send or post_recv (a ULP that did
+	 * not wait for it) rings under its lock: once we have had both
+	 * locks, its queue_work is done, and the cancel below sees it.
+	 */
+	spin_lock_irq(&qp->sq_lock);
+	spin_unlock_irq(&qp->sq_lock);
+	spin_lock_irq(&qp->rq_lock);
+	spin_unlock_irq(&qp->rq_lock);
 	cancel_work_sync(&qp->db_work);
 }
 
@@ -486,7 +507,11 @@ static int iwarp_ib_sqe(struct iwarp_ib_qp *qp, struct iwarp_sqe *e, const struc
 	return 0;
 }
 
-/* After a post: the doorbell's work if the engine may not look again. */
+/*
+ * After a post, under the producer's lock (so destroy_qp, which takes it
+ * before cancelling the work, finds any ring done): the doorbell's work
+ * if the engine may not look again.
+ */
 static void iwarp_ib_kqp_ring(struct iwarp_ib_qp *qp, struct iwarp_ring *ring)
 {
 	/*
@@ -522,9 +547,9 @@ int iwarp_ib_kpost_send(struct iwarp_ib_qp *qp, const struct ib_send_wr *wr,
 	}
 	/* Publishes the entries; pairs with the engine's acquire load of head. */
 	smp_store_release(&ctrl->head, head);
+	iwarp_ib_kqp_ring(qp, ring);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	*bad_wr = wr;
-	iwarp_ib_kqp_ring(qp, ring);
 	return err;
 }
 
@@ -569,9 +594,9 @@ int iwarp_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	}
 	/* Publishes the entries; pairs with the engine's acquire load of head. */
 	smp_store_release(&ctrl->head, head);
-	spin_unlock_irqrestore(&qp->rq_lock, flags);
-	*bad_wr = wr;
 	/* IDLE is set on the RQ only in error: a receive posted then is flushed. */
 	iwarp_ib_kqp_ring(qp, ring);
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	*bad_wr = wr;
 	return err;
 }

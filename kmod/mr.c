@@ -150,6 +150,18 @@ int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 
 	return err;
 }
 
+bool iwarp_mr_is_dma(u32 stag)
+{
+	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	bool dma;
+
+	if (!mr)
+		return false;
+	dma = mr->kind == IWARP_MR_DMA;
+	iwarp_mr_put(mr);
+	return dma;
+}
+
 int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void *buf,
 		  size_t len, bool to_mr)
 {

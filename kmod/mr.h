@@ -189,6 +189,11 @@ int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr
  * -EFAULT). Holds the region only while it looks. Any context but NMI.
  */
 int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 len);
+/*
+ * True if @stag names a DMA region (a kernel PD's whole memory, its
+ * offsets direct-map addresses): never advertised to a peer.
+ */
+bool iwarp_mr_is_dma(u32 stag);
 
 /*
  * Copies @len octets between @buf and the region named by @stag at tagged

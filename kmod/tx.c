@@ -347,6 +347,14 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	}
 	write_sink = iwarp_wr_ord(wr->opcode);
 	err = iwarp_sges_check(conn, wr, write_sink);
+	/*
+	 * A Read Request carries its sink's STag and offset to the peer: a
+	 * DMA region's offsets are kernel addresses, and its STag the PD's
+	 * whole memory (rdma_rw registers an MR for an iWARP Read sink).
+	 */
+	if (!err && (wr->opcode == IWARP_WR_READ || wr->opcode == IWARP_WR_KERN_READ_INV) &&
+	    wr->num_sge && iwarp_mr_is_dma(wr->sge[0].lkey))
+		err = -EACCES;
 	if (err) {
 		iwarp_cur_fail(conn, err == -EINVAL ? IWARP_WC_LOC_QP_ERR :
 				    IWARP_WC_LOC_PROT_ERR);
