@@ -377,11 +377,14 @@ static int iwarp_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	/*
 	 * Waits for the datapath's short references, never for a peer. It
 	 * cannot fail (the context lives until dealloc_ucontext); were it
-	 * to, the context's close deregisters the region. A kernel region's
-	 * key is the one its last REG_MR set (the ULP may have moved lkey on
-	 * since, ib_update_fast_reg_key()).
+	 * to, the context's close deregisters the region. A kernel region
+	 * goes by its engine object: its key moves on with each REG_MR,
+	 * one of which may still run (a ULP's misuse).
 	 */
-	err = iwarp_mr_dereg(mr->ctx, mr->mr ? READ_ONCE(mr->mr->stag) : ibmr->lkey, NULL);
+	if (mr->mr)
+		err = iwarp_mr_dereg_region(mr->ctx, mr->mr);
+	else
+		err = iwarp_mr_dereg(mr->ctx, ibmr->lkey, NULL);
 	WARN_ON_ONCE(err);
 	iwarp_ctx_put(mr->ctx);
 	kfree(mr);

@@ -122,13 +122,20 @@ int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
 	return iwarp_mr_copy(mr, to, (void *)src, len, true);
 }
 
-/* Under iwarp_mr_rlock(): a FAST region's key may have moved on. */
+/*
+ * Under iwarp_mr_rlock(): a FAST region's key may have moved on, or the
+ * region been registered again for another QP's stream.
+ */
 static int iwarp_mr_ok(const struct iwarp_mr *mr, u32 stag, const struct iwarp_pd *pd,
-		       u32 access, u64 to, u64 len)
+		       u32 access, u32 qp_id, u64 to, u64 len)
 {
+	u32 rights = access & ~IWARP_MR_ACCESS_F_WIRE;
+
 	if (READ_ONCE(mr->invalid) || mr->stag != stag)
 		return -ENOENT;
-	if (mr->pd != pd || (mr->access & access) != access)
+	if (mr->pd != pd || (mr->access & rights) != rights ||
+	    (qp_id && !iwarp_mr_stream_ok(mr, qp_id)) ||
+	    ((access & IWARP_MR_ACCESS_F_WIRE) && mr->kind == IWARP_MR_DMA))
 		return -EACCES;
 	if (!iwarp_mr_range_ok(mr, to, len))
 		return -EFAULT;
@@ -144,26 +151,14 @@ int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 
 	if (!mr)
 		return -ENOENT;
 	flags = iwarp_mr_rlock(mr);
-	err = iwarp_mr_ok(mr, stag, pd, access, to, len);
+	err = iwarp_mr_ok(mr, stag, pd, access, 0, to, len);
 	iwarp_mr_runlock(mr, flags);
 	iwarp_mr_put(mr);
 	return err;
 }
 
-bool iwarp_mr_is_dma(u32 stag)
-{
-	struct iwarp_mr *mr = iwarp_mr_get(stag);
-	bool dma;
-
-	if (!mr)
-		return false;
-	dma = mr->kind == IWARP_MR_DMA;
-	iwarp_mr_put(mr);
-	return dma;
-}
-
-int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void *buf,
-		  size_t len, bool to_mr)
+int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u32 qp_id, u64 to,
+		  void *buf, size_t len, bool to_mr)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
 	unsigned long flags;
@@ -172,7 +167,7 @@ int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void 
 	if (!mr)
 		return -ENOENT;
 	flags = iwarp_mr_rlock(mr);
-	err = iwarp_mr_ok(mr, stag, pd, access, to, len);
+	err = iwarp_mr_ok(mr, stag, pd, access, qp_id, to, len);
 	if (!err)
 		err = iwarp_mr_copy(mr, to, buf, len, to_mr);
 	iwarp_mr_runlock(mr, flags);
@@ -180,8 +175,8 @@ int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void 
 	return err;
 }
 
-int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_atomic_req *a,
-		    u64 *orig)
+int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, u32 qp_id,
+		    const struct iwp_ddp_atomic_req *a, u64 *orig)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
 	unsigned long flags;
@@ -194,7 +189,8 @@ int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_at
 		return -ENOENT;
 	/* Remote access: never a DMA region (local only). */
 	flags = iwarp_mr_rlock(mr);
-	err = iwarp_mr_ok(mr, stag, pd, IWARP_MR_ACCESS_F_REMOTE_ATOMIC, a->to, sizeof(u64));
+	err = iwarp_mr_ok(mr, stag, pd, IWARP_MR_ACCESS_F_REMOTE_ATOMIC, qp_id, a->to,
+			  sizeof(u64));
 	if (err || !iwp_atomic_aligned(a->to) || mr->kind == IWARP_MR_DMA) {
 		iwarp_mr_runlock(mr, flags);
 		iwarp_mr_put(mr);
@@ -596,7 +592,12 @@ int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 qp_id, u32 access
 }
 EXPORT_SYMBOL_GPL(iwarp_mr_fast_reg);
 
-int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *extack)
+/*
+ * Deregisters the region at STag index @index of @ctx: @want, or (@want
+ * NULL) the one whose STag is @stag.
+ */
+static int iwarp_mr_dereg_at(struct iwarp_ctx *ctx, u32 index, const struct iwarp_mr *want,
+			     u32 stag, struct netlink_ext_ack *extack)
 {
 	struct iwarp_mr *mr;
 	int err;
@@ -604,9 +605,9 @@ int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *exta
 	err = iwarp_ctx_lock(ctx, extack);
 	if (err)
 		return err;
-	mr = xa_load(&ctx->mrs, iwarp_mr_index_of(stag));
-	if (mr && mr->stag == stag)
-		xa_erase(&ctx->mrs, iwarp_mr_index_of(stag));
+	mr = xa_load(&ctx->mrs, index);
+	if (mr && (want ? mr == want : mr->stag == stag))
+		xa_erase(&ctx->mrs, index);
 	else
 		mr = NULL;
 	iwarp_ctx_unlock(ctx);
@@ -617,7 +618,19 @@ int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *exta
 	iwarp_mr_teardown(mr);
 	return 0;
 }
+
+int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *extack)
+{
+	return iwarp_mr_dereg_at(ctx, iwarp_mr_index_of(stag), NULL, stag, extack);
+}
 EXPORT_SYMBOL_GPL(iwarp_mr_dereg);
+
+int iwarp_mr_dereg_region(struct iwarp_ctx *ctx, struct iwarp_mr *mr)
+{
+	/* A REG_MR moves the key on, never the index. */
+	return iwarp_mr_dereg_at(ctx, iwarp_mr_index_of(READ_ONCE(mr->stag)), mr, 0, NULL);
+}
+EXPORT_SYMBOL_GPL(iwarp_mr_dereg_region);
 
 void iwarp_mr_destroy_all(struct iwarp_ctx *ctx)
 {
@@ -631,6 +644,55 @@ void iwarp_mr_destroy_all(struct iwarp_ctx *ctx)
 }
 
 #ifdef IWARP_SELFTEST
+/*
+ * iwarp_mr_ok() on @mr (valid, covering its range) as each kind: a FAST
+ * region only for its stream's peer, a DMA region never for the wire.
+ */
+static int iwarp_mr_checks_selftest(struct iwarp_mr *mr)
+{
+#define LW IWARP_MR_ACCESS_F_LOCAL_WRITE
+	static const struct {
+		u8 kind;
+		u32 access;
+		u32 qp_id;	/* the FAST region is QP 5's */
+		int err;
+	} cases[] = {
+		{ IWARP_MR_FAST, IWARP_MR_ACCESS_F_REMOTE_WRITE, 5, 0 },
+		{ IWARP_MR_FAST, IWARP_MR_ACCESS_F_REMOTE_WRITE, 6, -EACCES },
+		{ IWARP_MR_FAST, LW, 0, 0 },
+		{ IWARP_MR_FAST, IWARP_MR_ACCESS_F_REMOTE_ATOMIC, 5, -EACCES },
+		{ IWARP_MR_FAST, LW | IWARP_MR_ACCESS_F_WIRE, 0, 0 },
+		{ IWARP_MR_USER, IWARP_MR_ACCESS_F_REMOTE_WRITE, 6, 0 },
+		{ IWARP_MR_USER, LW | IWARP_MR_ACCESS_F_WIRE, 0, 0 },
+		{ IWARP_MR_DMA, LW, 0, 0 },
+		{ IWARP_MR_DMA, LW | IWARP_MR_ACCESS_F_WIRE, 0, -EACCES },
+	};
+#undef LW
+	struct iwarp_pd *pd = (struct iwarp_pd *)mr;	/* only compared */
+	unsigned int i;
+	int err = 0, got;
+
+	mr->pd = pd;
+	mr->stag = 0x1234;
+	mr->fast_qp = 5;
+	mr->access = IWARP_MR_ACCESS_F_LOCAL_WRITE | IWARP_MR_ACCESS_F_REMOTE_WRITE;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		mr->kind = cases[i].kind;
+		got = iwarp_mr_ok(mr, 0x1234, pd, cases[i].access, cases[i].qp_id, mr->addr, 1);
+		if (got != cases[i].err) {
+			pr_err("MR self-test: check case %u: %d, not %d\n", i, got, cases[i].err);
+			err = -EINVAL;
+		}
+	}
+	mr->kind = IWARP_MR_USER;
+	if (iwarp_mr_ok(mr, 0x1235, pd, 0, 0, mr->addr, 1) != -ENOENT ||
+	    iwarp_mr_ok(mr, 0x1234, NULL, 0, 0, mr->addr, 1) != -EACCES) {
+		pr_err("MR self-test: STag or PD not checked\n");
+		err = -EINVAL;
+	}
+	return err;
+}
+
 /* iwarp_mr_copy_to() on an MR of three kernel pages, unaligned at both ends. */
 int iwarp_mr_selftest(void)
 {
@@ -688,6 +750,8 @@ int iwarp_mr_selftest(void)
 		pr_err("MR self-test: placed bytes differ\n");
 		err = -EINVAL;
 	}
+	if (iwarp_mr_checks_selftest(&mr))
+		err = -EINVAL;
 out:
 	for (i = 0; i < ARRAY_SIZE(pages); i++)
 		if (pages[i])

@@ -31,6 +31,13 @@ struct page;
 #define IWARP_MR_ACCESS_F_REMOTE_ALL	(IWARP_MR_ACCESS_F_REMOTE_READ |	\
 					 IWARP_MR_ACCESS_F_REMOTE_WRITE |	\
 					 IWARP_MR_ACCESS_F_REMOTE_ATOMIC)
+/*
+ * Not a right, a condition of a check (never granted, never in the uapi
+ * set): the STag goes on the wire, as a Read Request's sink does, so it
+ * must not name a DMA region (its offsets are kernel addresses, its
+ * STag the PD's whole memory).
+ */
+#define IWARP_MR_ACCESS_F_WIRE		BIT(31)
 
 /* Longest region: 256 GiB (its page array then takes 512 MiB). */
 #define IWARP_MR_MAX_LENGTH	BIT_ULL(38)
@@ -159,6 +166,11 @@ static inline bool iwarp_mr_stream_ok(const struct iwarp_mr *mr, u32 qp_id)
 int iwarp_mr_reg(struct iwarp_ctx *ctx, u32 pd_id, u64 addr, u64 length, u32 access,
 		 u32 *stag, struct netlink_ext_ack *extack);
 int iwarp_mr_dereg(struct iwarp_ctx *ctx, u32 stag, struct netlink_ext_ack *extack);
+/*
+ * Deregisters @mr of @ctx whatever its key now is (a kernel region's
+ * REG_MR moves the key on); -ENOENT if @ctx no longer holds it.
+ */
+int iwarp_mr_dereg_region(struct iwarp_ctx *ctx, struct iwarp_mr *mr);
 /* release(): deregisters every MR of a dead context. */
 void iwarp_mr_destroy_all(struct iwarp_ctx *ctx);
 
@@ -185,38 +197,37 @@ int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr
 
 /*
  * Whether the region named by @stag is valid (else -ENOENT), in @pd with
- * every right of @access (else -EACCES) and covers [@to, @to + @len) (else
+ * every right of @access and, if @access has IWARP_MR_ACCESS_F_WIRE, not
+ * a DMA region (else -EACCES), and covers [@to, @to + @len) (else
  * -EFAULT). Holds the region only while it looks. Any context but NMI.
  */
 int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 len);
-/*
- * True if @stag names a DMA region (a kernel PD's whole memory, its
- * offsets direct-map addresses): never advertised to a peer.
- */
-bool iwarp_mr_is_dma(u32 stag);
 
 /*
  * Copies @len octets between @buf and the region named by @stag at tagged
- * offset @to (into the region when @to_mr), after checking that the STag
- * is valid (-ENOENT), in @pd with every right of @access (-EACCES) and that
- * the range lies inside the region (-EFAULT). The region is held only for
- * the copy. Any context but NMI.
+ * offset @to (into the region when @to_mr), after the checks of
+ * iwarp_mr_check() and, for a peer's access on QP @qp_id (0: a local
+ * one), that the region is the stream's (iwarp_mr_stream_ok(), else
+ * -EACCES): each copy, since a FAST region may have been invalidated and
+ * registered again for another QP under the same STag meanwhile. The
+ * region is held only for the copy. Any context but NMI.
  */
-int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, void *buf,
-		  size_t len, bool to_mr);
+int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u32 qp_id, u64 to,
+		  void *buf, size_t len, bool to_mr);
 
 struct iwp_ddp_atomic_req;
 
 /*
  * RFC 7306: runs atomic @a on the 8 octets at @to (8-octet aligned, the
  * caller checked) of the region named by @stag, after the checks of
- * iwarp_mr_xfer() with REMOTE_ATOMIC; *@orig gets the value it found. The
- * read-modify-write is one compare-and-exchange on the pinned page: atomic
- * against every other atomic of the module (RDMAP-EXT-22) and against the
- * CPUs. Values are in host order. Any context but NMI.
+ * iwarp_mr_xfer() with REMOTE_ATOMIC on QP @qp_id; *@orig gets the value
+ * it found. The read-modify-write is one compare-and-exchange on the
+ * pinned page: atomic against every other atomic of the module
+ * (RDMAP-EXT-22) and against the CPUs. Values are in host order. Any
+ * context but NMI.
  */
-int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, const struct iwp_ddp_atomic_req *a,
-		    u64 *orig);
+int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, u32 qp_id,
+		    const struct iwp_ddp_atomic_req *a, u64 *orig);
 
 /*
  * Invalidates STag @stag (RDMAP-8): -ENOENT if there is no such STag,

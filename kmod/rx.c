@@ -162,7 +162,7 @@ static int iwarp_rx_rqe_copy(struct iwarp_conn *conn, const struct iwarp_rqe *rq
 			continue;
 		}
 		n = min(len, sge->length - mo);
-		err = iwarp_mr_xfer(sge->lkey, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE,
+		err = iwarp_mr_xfer(sge->lkey, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, 0,
 				    sge->addr + mo, (void *)p, n, true);
 		if (err)
 			return err;
@@ -287,11 +287,12 @@ bool iwarp_rx_resp_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
 		}
 	}
 	/*
-	 * The STag's validity, PD, rights and bounds are checked by the copy,
-	 * one chunk (at most 64 KiB) with interrupts off, as for atomics.
+	 * The STag's validity, PD, rights, stream and bounds are checked by
+	 * the copy, one chunk (at most 64 KiB) with interrupts off, as for atomics.
 	 */
 	found = found && !iwarp_mr_xfer(m->stag, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE,
-					m->to, (void *)m->payload, m->payload_len, true);
+					conn->qp->id, m->to, (void *)m->payload,
+					m->payload_len, true);
 	spin_unlock_irqrestore(&conn->lock, flags);
 	return found;
 }
@@ -501,7 +502,7 @@ int iwarp_rx_place(struct iwarp_conn *conn, u32 off, const u8 *p, u32 len,
 
 	switch (conn->rx_target) {
 	case IWARP_RXT_MR:
-		err = iwarp_mr_xfer(conn->rx_stag, conn->qp->pd, conn->rx_access,
+		err = iwarp_mr_xfer(conn->rx_stag, conn->qp->pd, conn->rx_access, conn->qp->id,
 				    conn->rx_to + off, (void *)p, len, true);
 		/* Checked at the header: deregistered or invalidated since. */
 		if (err) {
@@ -689,7 +690,7 @@ static int iwarp_rx_atomic_resp(struct iwarp_conn *conn, const struct iwp_rx_ev 
 					  IWP_RDMAP_EC_OPCODE);
 	}
 	/* In host order, as the target memory holds it (RDMAP-EXT-14). */
-	err = iwarp_mr_xfer(o->sink_stag, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE,
+	err = iwarp_mr_xfer(o->sink_stag, conn->qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, 0,
 			    o->sink_to, &orig, sizeof(orig), true);
 	e = &conn->swq[o->sq_idx & (conn->qp->sq.entries - 1)];
 	e->imm = a->orig;

@@ -53,8 +53,8 @@ int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
 	if (!len)
 		return 0;
 	if (!wr)
-		return iwarp_mr_xfer(src->stag, src->pd, src->access, src->to + off, dst, len,
-				     false);
+		return iwarp_mr_xfer(src->stag, src->pd, src->access, src->qp_id, src->to + off,
+				     dst, len, false);
 	if (wr->flags & IWARP_WR_F_INLINE) {
 		memcpy(dst, wr->inline_data + off, len);
 		return 0;
@@ -68,7 +68,7 @@ int iwarp_tx_copy(const struct iwarp_tx_src *src, u8 *dst, u32 len)
 			continue;
 		}
 		n = min(len, sge->length - off);
-		err = iwarp_mr_xfer(sge->lkey, src->pd, 0, sge->addr + off, dst, n, false);
+		err = iwarp_mr_xfer(sge->lkey, src->pd, 0, 0, sge->addr + off, dst, n, false);
 		if (err)
 			return err;
 		dst += n;
@@ -152,11 +152,11 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 
 /*
  * Checks the local SGEs of @wr: each in the QP's PD, valid, covering the
- * range, writable when @write. They are checked again for each copy.
+ * range, with @access (iwarp_mr_check()). They are checked again for
+ * each copy.
  */
-static int iwarp_sges_check(struct iwarp_conn *conn, const struct iwarp_sqe *wr, bool write)
+static int iwarp_sges_check(struct iwarp_conn *conn, const struct iwarp_sqe *wr, u32 access)
 {
-	u32 access = write ? IWARP_MR_ACCESS_F_LOCAL_WRITE : 0;
 	u32 i;
 
 	if (wr->flags & IWARP_WR_F_INLINE)
@@ -210,11 +210,15 @@ static bool iwarp_wr_atomic(u8 opcode)
 	       opcode == IWARP_WR_ATOMIC_CMPSWAP;
 }
 
+static bool iwarp_wr_read(u8 opcode)
+{
+	return opcode == IWARP_WR_READ || opcode == IWARP_WR_KERN_READ_INV;
+}
+
 /* Whether a WR of @opcode counts against ORD (RDMAP-EXT-16). */
 static bool iwarp_wr_ord(u8 opcode)
 {
-	return opcode == IWARP_WR_READ || opcode == IWARP_WR_KERN_READ_INV ||
-	       iwarp_wr_atomic(opcode);
+	return iwarp_wr_read(opcode) || iwarp_wr_atomic(opcode);
 }
 
 /*
@@ -262,8 +266,8 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	struct iwarp_sqe *wr = &conn->cur;
 	struct iwarp_swqe *e;
 	unsigned long flags;
-	u32 outstanding;
-	bool write_sink, stall, kern_op;
+	u32 outstanding, access;
+	bool read, stall, kern_op;
 	int err;
 
 	if (!iwarp_sq_fetch(conn, wr))
@@ -340,21 +344,20 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 		iwarp_cur_done(conn, IWARP_WC_SUCCESS, true);
 		return 1;
 	}
-	if ((wr->opcode == IWARP_WR_READ || wr->opcode == IWARP_WR_KERN_READ_INV) &&
-	    ((wr->flags & IWARP_WR_F_INLINE) || wr->num_sge > 1)) {
+	read = iwarp_wr_read(wr->opcode);
+	if (read && ((wr->flags & IWARP_WR_F_INLINE) || wr->num_sge > 1)) {
 		iwarp_cur_fail(conn, IWARP_WC_LOC_QP_ERR);
 		return -EINVAL;
 	}
-	write_sink = iwarp_wr_ord(wr->opcode);
-	err = iwarp_sges_check(conn, wr, write_sink);
 	/*
-	 * A Read Request carries its sink's STag and offset to the peer: a
-	 * DMA region's offsets are kernel addresses, and its STag the PD's
-	 * whole memory (rdma_rw registers an MR for an iWARP Read sink).
+	 * Reads and atomics write their sink. A Read Request carries its
+	 * sink's STag and offset to the peer: never a DMA region's (rdma_rw
+	 * registers an MR for an iWARP Read sink).
 	 */
-	if (!err && (wr->opcode == IWARP_WR_READ || wr->opcode == IWARP_WR_KERN_READ_INV) &&
-	    wr->num_sge && iwarp_mr_is_dma(wr->sge[0].lkey))
-		err = -EACCES;
+	access = iwarp_wr_ord(wr->opcode) ? IWARP_MR_ACCESS_F_LOCAL_WRITE : 0;
+	if (read)
+		access |= IWARP_MR_ACCESS_F_WIRE;
+	err = iwarp_sges_check(conn, wr, access);
 	if (err) {
 		iwarp_cur_fail(conn, err == -EINVAL ? IWARP_WC_LOC_QP_ERR :
 				    IWARP_WC_LOC_PROT_ERR);
@@ -496,7 +499,7 @@ static int iwarp_tx_cur_fpdu(struct iwarp_conn *conn)
 	int hlen, err;
 	u32 plen;
 
-	if (wr->opcode == IWARP_WR_READ || wr->opcode == IWARP_WR_KERN_READ_INV)
+	if (iwarp_wr_read(wr->opcode))
 		return iwarp_tx_read_req(conn);
 	if (wr->opcode == IWARP_WR_IMM)
 		return iwarp_tx_imm(conn);
@@ -571,7 +574,7 @@ static int iwarp_tx_atomic_resp(struct iwarp_conn *conn, struct iwarp_irq_ent *r
 		return err;
 	/* Executed once: a retry frames the value it found. */
 	if (!r->sent) {
-		err = iwarp_mr_atomic(r->areq.stag, conn->qp->pd, &r->areq, &orig);
+		err = iwarp_mr_atomic(r->areq.stag, conn->qp->pd, conn->qp->id, &r->areq, &orig);
 		if (err) {
 			struct iwp_term t;
 
@@ -627,6 +630,7 @@ static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
 	src.pd = conn->qp->pd;
 	src.stag = r->src_stag;
 	src.access = IWARP_MR_ACCESS_F_REMOTE_READ;
+	src.qp_id = conn->qp->id;
 	src.to = r->src_to;
 	src.off = r->sent;
 	hlen = iwp_ddp_hdr_build(&m, hdr, sizeof(hdr));

@@ -37,6 +37,7 @@ struct iwarp_tx_src {
 	const struct iwarp_sqe *wr;	/* SGEs or inline data */
 	u32 stag;			/* or one MR (wr NULL) at @to */
 	u32 access;			/* what that MR must grant */
+	u32 qp_id;			/* whose peer reads it (wr NULL) */
 	u64 to;
 	u32 off;			/* payload offset of this segment */
 };

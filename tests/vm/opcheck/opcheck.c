@@ -6,7 +6,7 @@
  * operations or Send with Invalidate, so this one does, with libibverbs and
  * librdmacm as any application would.
  *
- *   opcheck -s|-c -a ADDR -p PORT [-b self|peer|none [-e] | -x]
+ *   opcheck -s|-c -a ADDR -p PORT [-n] [-b self|peer|none [-e] | -x]
  *
  * -s listens on ADDR:PORT (that address only), -c connects to it. After the
  * connection both sides exchange a descriptor by Send (client first):
@@ -51,6 +51,10 @@
  * Read Response framed between two segments of the Write ends the
  * connection here: siw takes no segment of another tagged message while
  * one is in progress.
+ *
+ * With -n the driver leaves step 3 out: the peer is siw, which answers a
+ * zero-length Read Request that finds its transmitter busy with its
+ * previous message's length and octets (docs/INTEROP.md).
  *
  * Exit status 0 when every check passed; one line per step on stdout.
  */
@@ -102,6 +106,7 @@ struct peer_desc {
 
 struct ctx {
 	const char *role;
+	int no_zread;		/* -n: no zero-length Read (the peer is siw) */
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen_id;
 	struct rdma_cm_id *id;
@@ -433,10 +438,12 @@ static void drive(struct ctx *c, int is_client)
 	wait_send(c, WR_WRITE, "zero-length write");
 	say(c, "zero-length write completed");
 
-	rdma(c, IBV_WR_RDMA_READ, WR_READ, 0, c->peer.buf_addr, c->peer.buf_stag, 0,
-	     "zero-length read");
-	wait_send(c, WR_READ, "zero-length read");
-	say(c, "zero-length read completed");
+	if (!c->no_zread) {
+		rdma(c, IBV_WR_RDMA_READ, WR_READ, 0, c->peer.buf_addr, c->peer.buf_stag, 0,
+		     "zero-length read");
+		wait_send(c, WR_READ, "zero-length read");
+		say(c, "zero-length read completed");
+	}
 
 	for (i = 0; i < PAT_LEN; i++)
 		c->buf[i] = pattern(is_client, i);
@@ -655,7 +662,8 @@ static void cross(struct ctx *c, int peer_is_client)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: opcheck -s|-c -a ADDR -p PORT [-b self|peer|none [-e] | -x]\n");
+	fprintf(stderr,
+		"usage: opcheck -s|-c -a ADDR -p PORT [-n] [-b self|peer|none [-e] | -x]\n");
 	exit(2);
 }
 
@@ -666,7 +674,7 @@ int main(int argc, char **argv)
 	const char *addr = NULL, *port = NULL, *bad = "none";
 	int is_client = -1, crossing = 0, events = 0, opt, err;
 
-	while ((opt = getopt(argc, argv, "sca:p:b:ex")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:p:b:exn")) != -1) {
 		switch (opt) {
 		case 's':
 			is_client = 0;
@@ -688,6 +696,9 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			crossing = 1;
+			break;
+		case 'n':
+			c.no_zread = 1;
 			break;
 		default:
 			usage();
