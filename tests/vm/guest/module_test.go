@@ -78,7 +78,7 @@ func TestModuleUnloadWithLinks(t *testing.T) {
 }
 
 // TestModuleDebugSelftest loads the DEBUG build once: it runs the protocol
-// self-tests at load and refuses to load if one fails.
+// protocol and verbs self-tests at load and refuses to load if one fails.
 func TestModuleDebugSelftest(t *testing.T) {
 	ko := os.Getenv("IWARP_KO_DEBUG")
 	if ko == "" {
@@ -92,8 +92,11 @@ func TestModuleDebugSelftest(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	if !strings.Contains(dmesg(t), "iwarp: protocol self-test passed") {
-		t.Fatal("the debug module did not report its self-test")
+	log := dmesg(t)
+	for _, line := range []string{"iwarp: protocol self-test passed", "iwarp: verbs self-test passed"} {
+		if !strings.Contains(log, line) {
+			t.Fatalf("the debug module did not report %q", line)
+		}
 	}
 	out, _ := exec.Command("modinfo", "-F", "vermagic", ko).Output()
 	if !strings.Contains(string(out), strings.TrimSpace(run(t, "uname", "-r"))) {
