@@ -4,6 +4,7 @@ package vm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -152,6 +153,9 @@ done
 
 	run := ParseGoTest(res.Output)
 	reportGuestTests(t, run)
+	if err := writeGuestTimes(strings.TrimSuffix(ko, ".ko")+"-times.txt", kver, res.Elapsed, run); err != nil {
+		t.Log(err)
+	}
 
 	failed := false
 	fail := func(format string, args ...any) {
@@ -253,6 +257,27 @@ type guestNode struct {
 }
 
 // reportGuestTests mirrors the guest's test tree as host subtests.
+// writeGuestTimes writes the guest's top-level tests to path, slowest
+// first, one "seconds name status" line each after a header with the
+// kernel, the run pattern and the whole boot's time: the profile to
+// read when the suite's time has to come down.
+func writeGuestTimes(path, kver string, total time.Duration, run *GoTestRun) error {
+	var top []*GoTestResult
+	for _, r := range run.Tests {
+		if !strings.Contains(r.Name, "/") {
+			top = append(top, r)
+		}
+	}
+	slices.SortStableFunc(top, func(a, b *GoTestResult) int { return cmp.Compare(b.Elapsed, a.Elapsed) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "# kernel %s, run %q, skip %q: boot and tests %.1fs\n",
+		kver, guestRunPattern(), os.Getenv("IWARP_VM_SKIP"), total.Seconds())
+	for _, r := range top {
+		fmt.Fprintf(&b, "%8.1f %s %s\n", r.Elapsed.Seconds(), r.Name, r.Status)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
 func reportGuestTests(t *testing.T, run *GoTestRun) {
 	nodes := map[string]*guestNode{}
 	var roots []*guestNode
@@ -664,5 +689,27 @@ func TestBootKernel(t *testing.T) {
 	}
 	if p == kernelImage(kver) || isELF(p) != nil {
 		t.Fatalf("boot kernel %s is not an extracted ELF image", p)
+	}
+}
+
+func TestWriteGuestTimes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "times.txt")
+	if err := writeGuestTimes(path, "6.1.0-test", 90*time.Second, ParseGoTest(goTestPlain)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+	var names []string
+	for _, l := range lines[1:] {
+		names = append(names, strings.Join(strings.Fields(l)[1:], " "))
+	}
+	// Top-level tests only, slowest first; TestC never reported.
+	want := []string{"TestB FAIL", "TestA PASS", "TestC"}
+	if !strings.HasPrefix(lines[0], "# kernel 6.1.0-test") || !strings.HasSuffix(lines[0], "90.0s") ||
+		!slices.Equal(names, want) {
+		t.Errorf("times file:\n%s\nwant tests %q", got, want)
 	}
 }
