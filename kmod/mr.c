@@ -129,20 +129,18 @@ int iwarp_mr_copy_to(struct iwarp_mr *mr, u64 to, const void *src, size_t len)
 static int iwarp_mr_ok(const struct iwarp_mr *mr, u32 stag, const struct iwarp_pd *pd,
 		       u32 access, u32 qp_id, u64 to, u64 len)
 {
-	u32 rights = access & ~IWARP_MR_ACCESS_F_WIRE;
-
 	if (READ_ONCE(mr->invalid) || mr->stag != stag)
 		return -ENOENT;
-	if (mr->pd != pd || (mr->access & rights) != rights ||
-	    (qp_id && !iwarp_mr_stream_ok(mr, qp_id)) ||
-	    ((access & IWARP_MR_ACCESS_F_WIRE) && mr->kind == IWARP_MR_DMA))
+	if (mr->pd != pd || (mr->access & access) != access ||
+	    (qp_id && !iwarp_mr_stream_ok(mr, qp_id)))
 		return -EACCES;
 	if (!iwarp_mr_range_ok(mr, to, len))
 		return -EFAULT;
 	return 0;
 }
 
-int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 len)
+int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u32 qp_id, u64 to,
+		   u64 len)
 {
 	struct iwarp_mr *mr = iwarp_mr_get(stag);
 	unsigned long flags;
@@ -151,10 +149,25 @@ int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 
 	if (!mr)
 		return -ENOENT;
 	flags = iwarp_mr_rlock(mr);
-	err = iwarp_mr_ok(mr, stag, pd, access, 0, to, len);
+	err = iwarp_mr_ok(mr, stag, pd, access, qp_id, to, len);
 	iwarp_mr_runlock(mr, flags);
 	iwarp_mr_put(mr);
 	return err;
+}
+
+bool iwarp_mr_nameable(u32 stag, u32 qp_id)
+{
+	struct iwarp_mr *mr = iwarp_mr_get(stag);
+	unsigned long flags;
+	bool ok;
+
+	if (!mr)
+		return true;
+	flags = iwarp_mr_rlock(mr);
+	ok = iwarp_mr_stream_ok(mr, qp_id);
+	iwarp_mr_runlock(mr, flags);
+	iwarp_mr_put(mr);
+	return ok;
 }
 
 int iwarp_mr_xfer(u32 stag, const struct iwarp_pd *pd, u32 access, u32 qp_id, u64 to,
@@ -187,7 +200,7 @@ int iwarp_mr_atomic(u32 stag, const struct iwarp_pd *pd, u32 qp_id,
 
 	if (!mr)
 		return -ENOENT;
-	/* Remote access: never a DMA region (local only). */
+	/* A peer's access: never a DMA region (iwarp_mr_stream_ok()). */
 	flags = iwarp_mr_rlock(mr);
 	err = iwarp_mr_ok(mr, stag, pd, IWARP_MR_ACCESS_F_REMOTE_ATOMIC, qp_id, a->to,
 			  sizeof(u64));
@@ -646,7 +659,7 @@ void iwarp_mr_destroy_all(struct iwarp_ctx *ctx)
 #ifdef IWARP_SELFTEST
 /*
  * iwarp_mr_ok() on @mr (valid, covering its range) as each kind: a FAST
- * region only for its stream's peer, a DMA region never for the wire.
+ * region only for its stream's peer, a DMA region for no peer.
  */
 static int iwarp_mr_checks_selftest(struct iwarp_mr *mr)
 {
@@ -661,11 +674,11 @@ static int iwarp_mr_checks_selftest(struct iwarp_mr *mr)
 		{ IWARP_MR_FAST, IWARP_MR_ACCESS_F_REMOTE_WRITE, 6, -EACCES },
 		{ IWARP_MR_FAST, LW, 0, 0 },
 		{ IWARP_MR_FAST, IWARP_MR_ACCESS_F_REMOTE_ATOMIC, 5, -EACCES },
-		{ IWARP_MR_FAST, LW | IWARP_MR_ACCESS_F_WIRE, 0, 0 },
+		{ IWARP_MR_FAST, LW, 5, 0 },
 		{ IWARP_MR_USER, IWARP_MR_ACCESS_F_REMOTE_WRITE, 6, 0 },
-		{ IWARP_MR_USER, LW | IWARP_MR_ACCESS_F_WIRE, 0, 0 },
+		{ IWARP_MR_USER, LW, 0, 0 },
 		{ IWARP_MR_DMA, LW, 0, 0 },
-		{ IWARP_MR_DMA, LW | IWARP_MR_ACCESS_F_WIRE, 0, -EACCES },
+		{ IWARP_MR_DMA, LW, 5, -EACCES },
 	};
 #undef LW
 	struct iwarp_pd *pd = (struct iwarp_pd *)mr;	/* only compared */
@@ -686,10 +699,17 @@ static int iwarp_mr_checks_selftest(struct iwarp_mr *mr)
 	}
 	mr->kind = IWARP_MR_USER;
 	if (iwarp_mr_ok(mr, 0x1235, pd, 0, 0, mr->addr, 1) != -ENOENT ||
-	    iwarp_mr_ok(mr, 0x1234, NULL, 0, 0, mr->addr, 1) != -EACCES) {
-		pr_err("MR self-test: STag or PD not checked\n");
+	    iwarp_mr_ok(mr, 0x1234, NULL, 0, 0, mr->addr, 1) != -EACCES ||
+	    iwarp_mr_ok(mr, 0x1234, pd, 0, 0, mr->addr + mr->length, 1) != -EFAULT) {
+		pr_err("MR self-test: STag, PD or bounds not checked\n");
 		err = -EINVAL;
 	}
+	mr->invalid = true;
+	if (iwarp_mr_ok(mr, 0x1234, pd, 0, 0, mr->addr, 1) != -ENOENT) {
+		pr_err("MR self-test: an invalidated region reached\n");
+		err = -EINVAL;
+	}
+	mr->invalid = false;
 	return err;
 }
 

@@ -31,13 +31,6 @@ struct page;
 #define IWARP_MR_ACCESS_F_REMOTE_ALL	(IWARP_MR_ACCESS_F_REMOTE_READ |	\
 					 IWARP_MR_ACCESS_F_REMOTE_WRITE |	\
 					 IWARP_MR_ACCESS_F_REMOTE_ATOMIC)
-/*
- * Not a right, a condition of a check (never granted, never in the uapi
- * set): the STag goes on the wire, as a Read Request's sink does, so it
- * must not name a DMA region (its offsets are kernel addresses, its
- * STag the PD's whole memory).
- */
-#define IWARP_MR_ACCESS_F_WIRE		BIT(31)
 
 /* Longest region: 256 GiB (its page array then takes 512 MiB). */
 #define IWARP_MR_MAX_LENGTH	BIT_ULL(38)
@@ -148,15 +141,18 @@ int iwarp_mr_fast_reg(u32 stag, const struct iwarp_pd *pd, u32 qp_id, u32 access
 		      u64 len);
 
 /*
- * Whether the peer of QP @qp_id may reach @mr (the PD checked apart): a
- * FAST region only from the stream whose QP registered it (DDP's "STag
- * not associated with the stream"), so a peer of another connection in
- * the same PD (nvmet's one PD for every host) cannot guess its way into
- * another's buffers. Under iwarp_mr_rlock().
+ * Whether the peer of QP @qp_id may reach @mr (the PD checked apart)
+ * (DDP's "STag not associated with the stream" otherwise): a USER region
+ * from every stream of its PD; a FAST region only from the stream whose
+ * QP registered it, so a peer of another connection in the same PD
+ * (nvmet's one PD for every host) cannot guess its way into another's
+ * buffers; a DMA region from none (its offsets are kernel addresses, its
+ * STag the PD's whole memory). Under iwarp_mr_rlock().
  */
 static inline bool iwarp_mr_stream_ok(const struct iwarp_mr *mr, u32 qp_id)
 {
-	return mr->kind != IWARP_MR_FAST || mr->fast_qp == qp_id;
+	return mr->kind == IWARP_MR_USER ||
+	       (mr->kind == IWARP_MR_FAST && mr->fast_qp == qp_id);
 }
 
 /*
@@ -197,18 +193,27 @@ int iwarp_mr_copy(struct iwarp_mr *mr, u64 to, void *buf, size_t len, bool to_mr
 
 /*
  * Whether the region named by @stag is valid (else -ENOENT), in @pd with
- * every right of @access and, if @access has IWARP_MR_ACCESS_F_WIRE, not
- * a DMA region (else -EACCES), and covers [@to, @to + @len) (else
- * -EFAULT). Holds the region only while it looks. Any context but NMI.
+ * every right of @access and, unless @qp_id is 0 (a local use), one QP
+ * @qp_id's peer may reach (iwarp_mr_stream_ok(); else -EACCES), and
+ * covers [@to, @to + @len) (else -EFAULT). A Read's sink is checked with
+ * its QP: the Read Request names it to that peer. Holds the region only
+ * while it looks. Any context but NMI.
  */
-int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u64 to, u64 len);
+int iwarp_mr_check(u32 stag, const struct iwarp_pd *pd, u32 access, u32 qp_id, u64 to,
+		   u64 len);
+/*
+ * Whether @stag may be named to QP @qp_id's peer where it is otherwise
+ * unchecked (a zero-length Read's sink): false if it names a region
+ * that peer may not reach (iwarp_mr_stream_ok()), true if it names none
+ * or one it may.
+ */
+bool iwarp_mr_nameable(u32 stag, u32 qp_id);
 
 /*
  * Copies @len octets between @buf and the region named by @stag at tagged
  * offset @to (into the region when @to_mr), after the checks of
- * iwarp_mr_check() and, for a peer's access on QP @qp_id (0: a local
- * one), that the region is the stream's (iwarp_mr_stream_ok(), else
- * -EACCES): each copy, since a FAST region may have been invalidated and
+ * iwarp_mr_check() with @qp_id (a peer's access on QP @qp_id, 0: a local
+ * one): at each copy, since a FAST region may have been invalidated and
  * registered again for another QP under the same STag meanwhile. The
  * region is held only for the copy. Any context but NMI.
  */

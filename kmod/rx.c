@@ -128,7 +128,7 @@ static int iwarp_rx_rqe_take(struct iwarp_conn *conn, const struct iwp_rx_ev *ev
 
 		total += sge->length;
 		if (sge->length &&
-		    iwarp_mr_check(sge->lkey, qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, sge->addr,
+		    iwarp_mr_check(sge->lkey, qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, 0, sge->addr,
 				   sge->length))
 			goto bad;
 	}
@@ -341,7 +341,7 @@ bool iwarp_rx_send_ahead(struct iwarp_conn *conn, const struct iwp_ddp_msg *m)
 		const struct iwarp_sge *sge = &rqe->sge[i];
 
 		if (sge->length &&
-		    iwarp_mr_check(sge->lkey, qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, sge->addr,
+		    iwarp_mr_check(sge->lkey, qp->pd, IWARP_MR_ACCESS_F_LOCAL_WRITE, 0, sge->addr,
 				   sge->length))
 			return false;
 		total += sge->length;
@@ -504,7 +504,11 @@ int iwarp_rx_place(struct iwarp_conn *conn, u32 off, const u8 *p, u32 len,
 	case IWARP_RXT_MR:
 		err = iwarp_mr_xfer(conn->rx_stag, conn->qp->pd, conn->rx_access, conn->qp->id,
 				    conn->rx_to + off, (void *)p, len, true);
-		/* Checked at the header: deregistered or invalidated since. */
+		/*
+		 * Checked at the header: deregistered, invalidated or
+		 * registered again (for another stream) since; the region
+		 * checked is gone, whichever check now fails.
+		 */
 		if (err) {
 			struct iwp_rx_ev hev = {
 				.hdr = conn->mrx.hdr,

@@ -152,11 +152,15 @@ void iwarp_sq_complete(struct iwarp_conn *conn)
 
 /*
  * Checks the local SGEs of @wr: each in the QP's PD, valid, covering the
- * range, with @access (iwarp_mr_check()). They are checked again for
- * each copy.
+ * range, with @access and, if @named (a Read's sink, which its Request
+ * names to the peer), one the peer may reach (iwarp_mr_check()). They
+ * are checked again for each copy. A zero-length SGE is not checked,
+ * unless named.
  */
-static int iwarp_sges_check(struct iwarp_conn *conn, const struct iwarp_sqe *wr, u32 access)
+static int iwarp_sges_check(struct iwarp_conn *conn, const struct iwarp_sqe *wr, u32 access,
+			    bool named)
 {
+	u32 qp_id = named ? conn->qp->id : 0;
 	u32 i;
 
 	if (wr->flags & IWARP_WR_F_INLINE)
@@ -166,8 +170,10 @@ static int iwarp_sges_check(struct iwarp_conn *conn, const struct iwarp_sqe *wr,
 	for (i = 0; i < wr->num_sge; i++) {
 		const struct iwarp_sge *sge = &wr->sge[i];
 
-		if (sge->length &&
-		    iwarp_mr_check(sge->lkey, conn->qp->pd, access, sge->addr, sge->length))
+		if (sge->length ?
+		    iwarp_mr_check(sge->lkey, conn->qp->pd, access, qp_id, sge->addr,
+				   sge->length) :
+		    named && !iwarp_mr_nameable(sge->lkey, qp_id))
 			return -EACCES;
 	}
 	return 0;
@@ -351,13 +357,13 @@ static int iwarp_sq_take(struct iwarp_conn *conn)
 	}
 	/*
 	 * Reads and atomics write their sink. A Read Request carries its
-	 * sink's STag and offset to the peer: never a DMA region's (rdma_rw
-	 * registers an MR for an iWARP Read sink).
+	 * sink's STag and offset to the peer: never a DMA region's (kernel
+	 * addresses; rdma_rw registers an MR for an iWARP Read sink) nor a
+	 * FAST region another QP registered, whose Read Response would be
+	 * refused as not the stream's.
 	 */
 	access = iwarp_wr_ord(wr->opcode) ? IWARP_MR_ACCESS_F_LOCAL_WRITE : 0;
-	if (read)
-		access |= IWARP_MR_ACCESS_F_WIRE;
-	err = iwarp_sges_check(conn, wr, access);
+	err = iwarp_sges_check(conn, wr, access, read);
 	if (err) {
 		iwarp_cur_fail(conn, err == -EINVAL ? IWARP_WC_LOC_QP_ERR :
 				    IWARP_WC_LOC_PROT_ERR);
@@ -638,7 +644,7 @@ static int iwarp_tx_irq_fpdu(struct iwarp_conn *conn, bool *framed)
 	if (err) {
 		struct iwp_term t;
 
-		/* The source was deregistered or invalidated since the Request. */
+		/* The source was deregistered, invalidated or registered again since. */
 		iwarp_irq_retire(conn);
 		iwp_term_set(&t, IWP_LAYER_RDMAP, IWP_RDMAP_ET_PROT, IWP_RDMAP_EC_INV_STAG);
 		iwarp_conn_fail(conn, &t, NULL, 0, 0, false);
