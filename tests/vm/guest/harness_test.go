@@ -23,6 +23,27 @@ import (
 // inVM reports whether the tests run in the harness's guest.
 func inVM() bool { return os.Getenv("IWARP_VM") == "1" }
 
+// kasanKernel reports whether the running kernel is built with KASAN
+// (the debug kernel of make test-debug): its report function is in
+// /proc/kallsyms.
+func kasanKernel(t *testing.T) bool {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.HasSuffix(sc.Text(), " kasan_report") {
+			return true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
 func TestHarnessKernel(t *testing.T) {
 	want := os.Getenv("IWARP_KVER")
 	if want == "" {

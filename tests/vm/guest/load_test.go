@@ -386,7 +386,8 @@ func loadWait(ctx context.Context, cq *userlib.CQ, wrID uint64) error {
 // with every connection up and idle: slab (connection objects, sockets,
 // the module's objects, VMAs), ring pages, page tables, transmit buffers
 // (none once idle: the module's own count must reach zero) and socket
-// buffers.
+// buffers. On a KASAN kernel (make test-debug) the figure is logged, not
+// held to the budget.
 func TestLoad(t *testing.T) {
 	const n = 1000
 	tp := newTopology(t)
@@ -459,7 +460,13 @@ func TestLoad(t *testing.T) {
 	}
 	t.Logf("/proc/meminfo changes, kB: %s; per-CPU free lists %+d", strings.Join(deltas, ", "), after.pcp-before.pcp)
 	t.Logf("module: %v", after.iwarp)
-	if kernel > loadMaxKiBPerEnd*ends {
+	switch {
+	case kasanKernel(t):
+		// KASAN's redzones and quarantine of freed objects are not
+		// what a user's kernel pays: the budget holds on the kernels
+		// people run (6.1 and 6.12 in make test), not here.
+		t.Logf("KASAN kernel: the %d KiB budget is not checked here", loadMaxKiBPerEnd)
+	case kernel > loadMaxKiBPerEnd*ends:
 		t.Errorf("an idle connection end costs the kernel %s, want at most %d KiB", kib(kernel), loadMaxKiBPerEnd)
 	}
 	// Each accepted connection holds its listener, which therefore stays.
