@@ -31,6 +31,9 @@ RKO := $(subst build/iwarp,build/iwarp_rdma,$(KO))
 BIN := $(CURDIR)/bin
 DEBUG ?=
 GOFLAGS_BUILD := -trimpath
+# Kbuild's jobs: one per CPU, unless this make was given -j (its jobserver
+# is then shared with Kbuild).
+KJOBS ?= $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 VERSION := $(shell cat VERSION)
 export CGO_ENABLED := 0
 
@@ -66,7 +69,7 @@ deps:
 	@sh scripts/deps.sh
 
 kmod: ksrc
-	$(MAKE) -C $(KDIR) M=$(KSRC) W=1 KCFLAGS=-Werror $(if $(DEBUG),IWARP_DEBUG=1) modules
+	$(MAKE) $(KJOBS) -C $(KDIR) M=$(KSRC) W=1 KCFLAGS=-Werror $(if $(DEBUG),IWARP_DEBUG=1) modules
 	@mkdir -p build && cp $(KSRC)/kmod/iwarp.ko $(KO)$(if $(DEBUG),-debug).ko
 	@# iwarp_rdma.ko, the RDMA-core front end, beside it (kernels with the RDMA core).
 	@rm -f $(RKO)$(if $(DEBUG),-debug).ko
@@ -138,7 +141,7 @@ check-generated: generate man
 # the association's send queue) has an array of flexible structures.
 sparse: ksrc
 	@mkdir -p build
-	@$(MAKE) -s -C $(KDIR) M=$(KSRC) W=1 KCFLAGS=-Werror C=2 CF="-D__CHECK_ENDIAN__ -Wno-flexible-array-array" modules 2>&1 \
+	@$(MAKE) $(KJOBS) -s -C $(KDIR) M=$(KSRC) W=1 KCFLAGS=-Werror C=2 CF="-D__CHECK_ENDIAN__ -Wno-flexible-array-array" modules 2>&1 \
 		| tee build/sparse-$(KVER).log | grep -E "warning:|error:" && { echo "sparse: reports above"; exit 1; } || echo "sparse: clean ($(KVER))"
 
 checkpatch:

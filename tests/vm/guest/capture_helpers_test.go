@@ -8,7 +8,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,33 +19,94 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// capture is a dumpcap recording of one interface in a namespace.
+// capture is a dumpcap recording of one interface in a namespace whose
+// start and end are shown by marker datagrams, not waited out: it is live
+// once a marker sent after dumpcap started is in the file, and holds
+// everything that crossed the interface before a later marker once that
+// one is in the file. A marker is a UDP datagram to port 9 (discard)
+// broadcast out of the interface from its own namespace (nothing answers
+// a broadcast, not even ICMP); the capture filter takes them besides what
+// the test asked for. Both dissectors pass them over: tshark as UDP data,
+// iwarpctl decode as packets that are neither TCP nor SCTP.
 type capture struct {
-	file string
-	cmd  *exec.Cmd
-	errb bytes.Buffer
-	done bool
+	file   string
+	cmd    *exec.Cmd
+	errb   lockedBuffer
+	marker int // UDP socket bound to the interface, SO_BROADCAST
+	seq    int
+	token  string // the last marker's payload
+	seen   int64  // file octets searched for markers so far
+	done   bool
 }
+
+// lockedBuffer is a bytes.Buffer for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// markerPort is where markers go: discard.
+const markerPort = 9
+
+// markerLimit bounds the wait for a marker to reach the file; one is
+// sent a second until then (the first of a capture may go out before
+// dumpcap's socket receives).
+const markerLimit = 30 * time.Second
 
 // startCapture records the TCP traffic on iface in netns ns until stop
 // (or the end of the test). The capture must start before the MPA Request
-// for the dissectors to find the stream; it returns once dumpcap captures.
+// for the dissectors to find the stream; it returns once the recording is
+// live.
 func startCapture(t *testing.T, ns, iface string) *capture {
 	t.Helper()
 	return startCaptureOf(t, ns, iface, "tcp")
 }
 
-// startCaptureOf is startCapture with a capture filter of its own ("sctp").
+// startCaptureOf is startCapture with a capture filter of its own
+// ("sctp"); the markers are taken besides.
 func startCaptureOf(t *testing.T, ns, iface, filter string) *capture {
 	t.Helper()
-	c := &capture{file: filepath.Join(t.TempDir(), iface+".pcapng")}
+	c := &capture{file: filepath.Join(t.TempDir(), iface+".pcapng"), marker: -1}
+	if err := RunInNetns(ns, func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		c.marker = fd
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BROADCAST, 1); err != nil {
+			return err
+		}
+		return unix.BindToDevice(fd, iface)
+	}); err != nil {
+		if c.marker >= 0 {
+			unix.Close(c.marker)
+		}
+		t.Fatalf("marker socket on %s in %s: %v", iface, ns, err)
+	}
+	t.Cleanup(func() { unix.Close(c.marker) })
 	// -a filesize bounds a runaway capture (KB); -B keeps bursts.
-	c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-i", iface, "-f", filter,
+	c.cmd = exec.Command("ip", "netns", "exec", ns, "dumpcap", "-i", iface,
+		"-f", fmt.Sprintf("(%s) or udp port %d", filter, markerPort),
 		"-w", c.file, "-a", "filesize:400000", "-B", "16")
 	c.cmd.Stderr = &c.errb
 	c.cmd.WaitDelay = 5 * time.Second // a child left holding stderr
@@ -50,17 +114,72 @@ func startCaptureOf(t *testing.T, ns, iface, filter string) *capture {
 		t.Fatalf("dumpcap: %v", err)
 	}
 	t.Cleanup(func() { c.stopQuiet() })
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(c.errb.String(), "Capturing on") {
-		if time.Now().After(deadline) {
-			t.Fatalf("dumpcap did not start: %s", c.errb.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !waitUntil(markerLimit, func() bool { return strings.Contains(c.errb.String(), "Capturing on") }) {
+		t.Fatalf("dumpcap did not start: %s", c.errb.String())
 	}
-	// dumpcap announces itself before its socket receives: traffic of
-	// the next moments would be missed (a short exchange entirely).
-	time.Sleep(1500 * time.Millisecond)
+	// dumpcap announces itself before its socket receives.
+	if err := c.mark(); err != nil {
+		t.Fatalf("capture on %s in %s not live: %v", iface, ns, err)
+	}
 	return c
+}
+
+// waitUntil polls cond every 20 ms until it holds or limit passes.
+func waitUntil(limit time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+	}
+}
+
+// mark sends markers, a second apart, until dumpcap has written one to
+// the file (it writes a packet out at its next count update, every half
+// second while packets come).
+func (c *capture) mark() error {
+	dst := &unix.SockaddrInet4{Port: markerPort, Addr: [4]byte{255, 255, 255, 255}}
+	for end := time.Now().Add(markerLimit); time.Now().Before(end); {
+		c.seq++
+		c.token = fmt.Sprintf("iwarp-capture-marker-%d-%d", os.Getpid(), c.seq)
+		if err := unix.Sendto(c.marker, []byte(c.token), 0, dst); err != nil {
+			return fmt.Errorf("marker: %w", err)
+		}
+		var err error
+		if waitUntil(time.Second, func() bool {
+			var found bool
+			found, err = c.written(c.token)
+			return found || err != nil
+		}) && err == nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("none of %d markers reached the file in %v: %s", c.seq, markerLimit, c.errb.String())
+}
+
+// written reports whether token is in the part of the file not searched
+// before (and the token's length back, for one cut at the last search).
+func (c *capture) written(token string) (bool, error) {
+	f, err := os.Open(c.file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	from := max(c.seen-int64(len(token)), 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<62))
+	if err != nil {
+		return false, err
+	}
+	c.seen = from + int64(len(b))
+	return bytes.Contains(b, []byte(token)), nil
 }
 
 func (c *capture) stopQuiet() error {
@@ -81,22 +200,16 @@ func (c *capture) stopQuiet() error {
 // it has read included.
 const captureStopTimeout = 30 * time.Second
 
-// stop ends the capture and returns its file.
+// stop marks the end, stops dumpcap once the marker is in the file and
+// returns the file: everything that crossed the interface before the
+// marker is in it (dumpcap writes in the order its socket received, and
+// it trails the traffic by seconds under emulation). The caller's
+// traffic must be over, the far end having taken it (its processes
+// done): a packet still on its way may or may not be recorded.
 func (c *capture) stop(t *testing.T) string {
 	t.Helper()
-	// dumpcap drops what it has not read from the kernel when it is
-	// interrupted; under emulation it trails the traffic by seconds.
-	// Wait until the file stops growing.
-	last := int64(-1)
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
-		time.Sleep(700 * time.Millisecond)
-		st, err := os.Stat(c.file)
-		if err == nil && st.Size() == last {
-			break
-		}
-		if err == nil {
-			last = st.Size()
-		}
+	if err := c.mark(); err != nil {
+		t.Fatalf("capture end: %v", err)
 	}
 	if err := c.stopQuiet(); err != nil {
 		t.Fatalf("dumpcap (stopped with SIGINT): %v: %s", err, c.errb.String())

@@ -92,7 +92,7 @@ func crossCell(t *testing.T, st *SiwTopology, iwClient bool) {
 		}
 		keepCrossCapture(t, capt, iwDir)
 	})
-	e.exchangeDesc(t, iwClient)
+	e.exchangeDesc(t)
 	w := e.rdma(userlib.OpWrite, opWRWrite, crossOff, e.peer.bufAddr, e.peer.bufSTag, crossLen)
 	w.Flags = userlib.Signaled
 	m := e.buf[opTx : opTx+crossDone]

@@ -187,31 +187,29 @@ func (e *opEnd) msg(wc userlib.WC) []byte {
 	return e.buf[off : off+int(wc.ByteLen)]
 }
 
-func (e *opEnd) exchangeDesc(t *testing.T, isClient bool) {
+// exchangeDesc receives the peer's descriptor, then sends its own: siw's
+// opcheck sends first (-f, given by connect), as siw can lose a first FPDU
+// that comes before it has switched its socket to the QP (opcheck.c).
+func (e *opEnd) exchangeDesc(t *testing.T) {
 	t.Helper()
 	d := e.buf[opTx : opTx+opDescLen]
 	binary.BigEndian.PutUint64(d[0:], e.mr.Addr()+uint64(e.bufOff))
 	binary.BigEndian.PutUint32(d[8:], e.mr.STag())
 	binary.BigEndian.PutUint32(d[12:], e.inv.STag())
 	binary.BigEndian.PutUint64(d[16:], e.inv.Addr())
-	for i := 0; i < 2; i++ {
-		if (i == 0) == isClient {
-			e.post(t, userlib.SendWR{WRID: opWRSend, Op: userlib.OpSend, SGEs: []userlib.SGE{e.mr.SGE(opTx, opDescLen)}}, "descriptor")
-			continue
-		}
-		wc := e.waitRecv(t, "descriptor", false)
-		m := e.msg(wc)
-		if len(m) != opDescLen {
-			t.Fatalf("descriptor of %d octets, want %d", len(m), opDescLen)
-		}
-		e.peer = opDesc{
-			bufAddr: binary.BigEndian.Uint64(m[0:]),
-			bufSTag: binary.BigEndian.Uint32(m[8:]),
-			invSTag: binary.BigEndian.Uint32(m[12:]),
-			invAddr: binary.BigEndian.Uint64(m[16:]),
-		}
-		e.postRecv(t, int(wc.WRID-opWRRecv))
+	wc := e.waitRecv(t, "descriptor", false)
+	m := e.msg(wc)
+	if len(m) != opDescLen {
+		t.Fatalf("descriptor of %d octets, want %d", len(m), opDescLen)
 	}
+	e.peer = opDesc{
+		bufAddr: binary.BigEndian.Uint64(m[0:]),
+		bufSTag: binary.BigEndian.Uint32(m[8:]),
+		invSTag: binary.BigEndian.Uint32(m[12:]),
+		invAddr: binary.BigEndian.Uint64(m[16:]),
+	}
+	e.postRecv(t, int(wc.WRID-opWRRecv))
+	e.post(t, userlib.SendWR{WRID: opWRSend, Op: userlib.OpSend, SGEs: []userlib.SGE{e.mr.SGE(opTx, opDescLen)}}, "descriptor")
 	e.say("descriptors: mine buf %#x inv %#x, peer's buf %#x inv %#x", e.mr.STag(), e.inv.STag(), e.peer.bufSTag, e.peer.invSTag)
 }
 
@@ -359,8 +357,6 @@ func TestSiwOps(t *testing.T) {
 	}
 }
 
-// connect starts opcheck on siw with args (as server when iwClient, else
-// as client) and connects e's QP to it on port, IRD = ORD = 4.
 // logPeer logs both sides of a failed cell: what the iwarp side did and
 // what siw's opcheck printed, once it ended (killed after opTimeout).
 func logPeer(t *testing.T, e *opEnd, peer *peerProc) {
@@ -374,6 +370,9 @@ func logPeer(t *testing.T, e *opEnd, peer *peerProc) {
 	t.Logf("iwarp side: %q\nsiw side (%v):\n%s%s", e.log, peer.err, peer.stdout.String(), peer.stderr.String())
 }
 
+// connect starts opcheck on siw with args (as server when iwClient, else
+// as client; sending its descriptor first) and connects e's QP to it on
+// port, IRD = ORD = 4.
 func (e *opEnd) connect(t *testing.T, st *SiwTopology, iwClient bool, port int, args ...string) *peerProc {
 	t.Helper()
 	ps := strconv.Itoa(port)
@@ -382,7 +381,7 @@ func (e *opEnd) connect(t *testing.T, st *SiwTopology, iwClient bool, port int, 
 	params := &userlib.ConnParams{IRD: 4, ORD: 4}
 	var peer *peerProc
 	if iwClient {
-		peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), append([]string{"-s", "-a", st.SiwAddr(), "-p", ps}, args...)...)
+		peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), append([]string{"-s", "-a", st.SiwAddr(), "-p", ps, "-f"}, args...)...)
 		waitListen(t, st.SiwNS(), port, listenTimeout, peer)
 		if err := RunInNetns(st.IwNS(), func() error {
 			_, err := e.qp.Dial(ctx, netip.AddrPortFrom(netip.MustParseAddr(st.SiwAddr()), uint16(port)), params)
@@ -393,7 +392,7 @@ func (e *opEnd) connect(t *testing.T, st *SiwTopology, iwClient bool, port int, 
 		return peer
 	}
 	l := st.iwListen(t, e.rdmaEnd, port)
-	peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), append([]string{"-c", "-a", st.IwAddr(), "-p", ps}, args...)...)
+	peer = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), append([]string{"-c", "-a", st.IwAddr(), "-p", ps, "-f"}, args...)...)
 	req, err := l.Accept(ctx)
 	if err != nil {
 		t.Fatalf("accept: %v%s", err, peer.ended())
@@ -452,7 +451,7 @@ func opCell(t *testing.T, st *SiwTopology, mon *collector, iwClient bool, badBy 
 		}
 		keepCapture(t, capt.stop(t))
 	})
-	e.exchangeDesc(t, iwClient)
+	e.exchangeDesc(t)
 	if iwClient {
 		e.drive(t, true)
 		e.target(t, false)

@@ -88,15 +88,15 @@ type siwGateEnd struct {
 	est  *ctl.CM // the connection iwarp reported established
 }
 
-// siwGateDial starts `opcheck -s ... args` on siw, dials it with params
-// and exchanges the descriptors.
+// siwGateDial starts `opcheck -s -f ... args` on siw, dials it with
+// params and exchanges the descriptors (siw's first: exchangeDesc).
 func siwGateDial(t *testing.T, st *SiwTopology, mon *collector, params *userlib.ConnParams, args ...string) *siwGateEnd {
 	t.Helper()
 	g := &siwGateEnd{port: peerPort()}
 	g.capt = startCapture(t, st.IwNS(), "vb")
 	g.opEnd = newOpEnd(t, st.IwNS())
 	ps := strconv.Itoa(g.port)
-	g.proc = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), append([]string{"-s", "-a", st.SiwAddr(), "-p", ps}, args...)...)
+	g.proc = startIn(t, st.SiwNS(), peerTimeout, opcheckBin(t), append([]string{"-s", "-a", st.SiwAddr(), "-p", ps, "-f"}, args...)...)
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -118,7 +118,7 @@ func siwGateDial(t *testing.T, st *SiwTopology, mon *collector, params *userlib.
 	g.est = mon.wait(t, "cm-established", func(ev ctl.Event) bool {
 		return ev.Reason == ctl.ReasonCMEstablished && ev.CM != nil && ev.CM.Peer.Port() == uint16(g.port)
 	}).CM
-	g.exchangeDesc(t, true)
+	g.exchangeDesc(t)
 	return g
 }
 

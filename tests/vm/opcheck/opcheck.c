@@ -6,10 +6,11 @@
  * operations or Send with Invalidate, so this one does, with libibverbs and
  * librdmacm as any application would.
  *
- *   opcheck -s|-c -a ADDR -p PORT [-n] [-b self|peer|none [-e] | -x]
+ *   opcheck -s|-c -a ADDR -p PORT [-f] [-n] [-b self|peer|none [-e] | -x]
  *
  * -s listens on ADDR:PORT (that address only), -c connects to it. After the
- * connection both sides exchange a descriptor by Send (client first):
+ * connection both sides exchange a descriptor by Send, the side given -f
+ * first (exactly one side has it; the other receives first):
  *
  *   be64 buf address, be32 buf STag, be32 inv STag, be64 inv address
  *
@@ -51,6 +52,12 @@
  * Read Response framed between two segments of the Write ends the
  * connection here: siw takes no segment of another tagged message while
  * one is in progress.
+ *
+ * -f goes to siw's side of a cell: siw can lose a first FPDU that arrives
+ * while it switches the socket from its CM to the QP, as it does right
+ * after the MPA exchange in both roles (docs/INTEROP.md); once it reports
+ * the connection the switch is done, so a siw end that sends first is
+ * not exposed, and its peer sends only after receiving.
  *
  * With -n the driver leaves step 3 out: the peer is siw, which answers a
  * zero-length Read Request that finds its transmitter busy with its
@@ -370,7 +377,7 @@ static void send_msg(struct ctx *c, size_t len, const char *what)
 	wait_send(c, WR_SEND, what);
 }
 
-static void exchange_desc(struct ctx *c, int is_client)
+static void exchange_desc(struct ctx *c, int first)
 {
 	struct ibv_wc wc;
 	uint8_t *p = (uint8_t *)c->tx;
@@ -388,7 +395,7 @@ static void exchange_desc(struct ctx *c, int is_client)
 	memcpy(p + 16, &v64, 8);
 
 	for (i = 0; i < 2; i++) {
-		if ((i == 0) == is_client) {
+		if ((i == 0) == first) {
 			send_msg(c, DESC_LEN, "descriptor send");
 			continue;
 		}
@@ -663,7 +670,7 @@ static void cross(struct ctx *c, int peer_is_client)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: opcheck -s|-c -a ADDR -p PORT [-n] [-b self|peer|none [-e] | -x]\n");
+		"usage: opcheck -s|-c -a ADDR -p PORT [-f] [-n] [-b self|peer|none [-e] | -x]\n");
 	exit(2);
 }
 
@@ -672,9 +679,9 @@ int main(int argc, char **argv)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	struct ctx c = { 0 };
 	const char *addr = NULL, *port = NULL, *bad = "none";
-	int is_client = -1, crossing = 0, events = 0, opt, err;
+	int is_client = -1, first = 0, crossing = 0, events = 0, opt, err;
 
-	while ((opt = getopt(argc, argv, "sca:p:b:exn")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:p:b:efxn")) != -1) {
 		switch (opt) {
 		case 's':
 			is_client = 0;
@@ -693,6 +700,9 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			events = 1;
+			break;
+		case 'f':
+			first = 1;
 			break;
 		case 'x':
 			crossing = 1;
@@ -731,7 +741,7 @@ int main(int argc, char **argv)
 	freeaddrinfo(ai);
 	say(&c, "connected");
 
-	exchange_desc(&c, is_client);
+	exchange_desc(&c, first);
 	if (crossing) {
 		cross(&c, !is_client);
 	} else if (is_client) {
