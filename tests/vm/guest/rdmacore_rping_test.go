@@ -71,6 +71,13 @@ func rdmaCoreRping(t *testing.T, a, b string, size int) {
 	port := peerPort()
 	ps, ss := strconv.Itoa(port), strconv.Itoa(size)
 	capt := startCapture(t, b, "vb")
+	// A failed run keeps its capture: a stall shows there (docs/INTEROP.md,
+	// siw's Responder can lose the first FPDU).
+	t.Cleanup(func() {
+		if t.Failed() && !capt.done {
+			keepCapture(t, capt.stop(t))
+		}
+	})
 	srv := startIn(t, a, peerTimeout, "rping", "-s", "-v", "-a", TopoA4, "-p", ps, "-S", ss)
 	waitListen(t, a, port, listenTimeout, srv)
 	out, err := runIn(t, b, peerTimeout, "rping", "-c", "-v", "-V", "-a", TopoA4, "-p", ps,
