@@ -245,18 +245,25 @@ kdebug-kernel:
 kmod-kdebug: kdebug-kernel
 	@sh scripts/kdebug.sh kmod
 
-# Two boots: lockdep stops at its first report, and siw's peer-to-peer mode
-# has one of its own (docs/SECURITY.md), so its cells run in a boot of their
-# own, after everything else. The debug kernel is built without BTF, which
-# bpftrace needs for the tracepoints' argument types: TestTracepoints'
-# bpftrace cells run on Debian's kernels (make test) only.
+# Three boots: lockdep stops at its first report, and siw sets off two
+# that are not the module's (docs/SECURITY.md): its peer-to-peer mode one
+# of its own, and its receive upcall one against any userspace SCTP
+# socket's close. So siw's peer-to-peer cells run in a boot of their own,
+# and so do the tests with userspace SCTP sockets (no siw there), after
+# everything else. The debug kernel is built without BTF, which bpftrace
+# needs for the tracepoints' argument types: TestTracepoints' bpftrace
+# cells run on Debian's kernels (make test) only.
 KDEBUG_LAST := ^TestSiwRpingModes$$/^p2p$$
-KDEBUG_SKIP := ^(TestSiwRpingModes|TestTracepoints)$$/^(p2p|bpftrace|bpftrace-docs)$$
+KDEBUG_SCTP := ^(TestSCTPDeath|TestSCTPHostile|TestSCTPKernel|TestSCTPSession|TestSCTPAdaptation|TestSCTPStreamReuse)$$
+KDEBUG_SKIP := $(KDEBUG_SCTP)|^(TestSiwRpingModes|TestTracepoints)$$/^(p2p|bpftrace|bpftrace-docs)$$
 
 test-debug: kmod-kdebug go opcheck connrate ibvmr
 	IWARP_VM_KERNEL_DIR=$$(sh scripts/kdebug.sh dir) IWARP_VM_REQUIRED=1 \
 		IWARP_VM_TIMEOUT=$(KDEBUG_VM_TIMEOUT) IWARP_VM_SKIP='$(KDEBUG_SKIP)' \
 		$(GO) test -count=1 -timeout $(KDEBUG_GO_TIMEOUT) ./tests/vm/
+	IWARP_VM_KERNEL_DIR=$$(sh scripts/kdebug.sh dir) IWARP_VM_REQUIRED=1 \
+		IWARP_VM_RUN='$(KDEBUG_SCTP)' \
+		$(GO) test -count=1 -timeout 40m ./tests/vm/
 	IWARP_VM_KERNEL_DIR=$$(sh scripts/kdebug.sh dir) IWARP_VM_REQUIRED=1 \
 		IWARP_VM_RUN='$(KDEBUG_LAST)' \
 		$(GO) test -count=1 -timeout 30m ./tests/vm/

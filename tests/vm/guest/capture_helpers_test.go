@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,12 +41,15 @@ type capture struct {
 	file   string
 	cmd    *exec.Cmd
 	errb   lockedBuffer
-	marker int // UDP socket bound to the interface, SO_BROADCAST
-	seq    int
-	token  string // the last marker's payload
+	marker int    // UDP socket bound to the interface, SO_BROADCAST
+	id     uint64 // the capture's number in this process, in its markers
+	seq    int    // markers sent
 	seen   int64  // file octets searched for markers so far
 	done   bool
 }
+
+// captureSeq numbers the captures of the process.
+var captureSeq atomic.Uint64
 
 // lockedBuffer is a bytes.Buffer for a writer and a reader at once.
 type lockedBuffer struct {
@@ -69,9 +73,12 @@ func (l *lockedBuffer) String() string {
 const markerPort = 9
 
 // markerLimit bounds the wait for a marker to reach the file; one is
-// sent a second until then (the first of a capture may go out before
-// dumpcap's socket receives).
-const markerLimit = 30 * time.Second
+// sent every markerEvery until then (the first of a capture may go out
+// before dumpcap's socket receives, and a packet may be lost).
+const (
+	markerLimit = 30 * time.Second
+	markerEvery = 200 * time.Millisecond
+)
 
 // startCapture records the TCP traffic on iface in netns ns until stop
 // (or the end of the test). The capture must start before the MPA Request
@@ -86,7 +93,7 @@ func startCapture(t *testing.T, ns, iface string) *capture {
 // ("sctp"); the markers are taken besides.
 func startCaptureOf(t *testing.T, ns, iface, filter string) *capture {
 	t.Helper()
-	c := &capture{file: filepath.Join(t.TempDir(), iface+".pcapng"), marker: -1}
+	c := &capture{file: filepath.Join(t.TempDir(), iface+".pcapng"), marker: -1, id: captureSeq.Add(1)}
 	if err := RunInNetns(ns, func() error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -118,7 +125,7 @@ func startCaptureOf(t *testing.T, ns, iface, filter string) *capture {
 		t.Fatalf("dumpcap did not start: %s", c.errb.String())
 	}
 	// dumpcap announces itself before its socket receives.
-	if err := c.mark(); err != nil {
+	if err := c.mark("start"); err != nil {
 		t.Fatalf("capture on %s in %s not live: %v", iface, ns, err)
 	}
 	return c
@@ -136,21 +143,24 @@ func waitUntil(limit time.Duration, cond func() bool) bool {
 	}
 }
 
-// mark sends markers, a second apart, until dumpcap has written one to
-// the file (it writes a packet out at its next count update, every half
-// second while packets come).
-func (c *capture) mark() error {
+// mark sends the markers of phase, one every markerEvery, until dumpcap
+// has written one of them to the file (it writes packets out at its count
+// updates, every half second while packets come). Any of them will do:
+// each went out after what the phase follows.
+func (c *capture) mark(phase string) error {
 	dst := &unix.SockaddrInet4{Port: markerPort, Addr: [4]byte{255, 255, 255, 255}}
+	prefix := fmt.Sprintf("iwarp-capture-marker-%d-%d-%s-", os.Getpid(), c.id, phase)
+	sent := 0
 	for end := time.Now().Add(markerLimit); time.Now().Before(end); {
 		c.seq++
-		c.token = fmt.Sprintf("iwarp-capture-marker-%d-%d", os.Getpid(), c.seq)
-		if err := unix.Sendto(c.marker, []byte(c.token), 0, dst); err != nil {
+		sent++
+		if err := unix.Sendto(c.marker, []byte(fmt.Sprintf("%s%d.", prefix, c.seq)), 0, dst); err != nil {
 			return fmt.Errorf("marker: %w", err)
 		}
 		var err error
-		if waitUntil(time.Second, func() bool {
+		if waitUntil(markerEvery, func() bool {
 			var found bool
-			found, err = c.written(c.token)
+			found, err = c.written(prefix)
 			return found || err != nil
 		}) && err == nil {
 			return nil
@@ -159,11 +169,12 @@ func (c *capture) mark() error {
 			return err
 		}
 	}
-	return fmt.Errorf("none of %d markers reached the file in %v: %s", c.seq, markerLimit, c.errb.String())
+	return fmt.Errorf("none of %d %s markers reached the file in %v: %s", sent, phase, markerLimit, c.errb.String())
 }
 
 // written reports whether token is in the part of the file not searched
 // before (and the token's length back, for one cut at the last search).
+// A phase's markers start with their token; the phases differ in it.
 func (c *capture) written(token string) (bool, error) {
 	f, err := os.Open(c.file)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -208,7 +219,7 @@ const captureStopTimeout = 30 * time.Second
 // done): a packet still on its way may or may not be recorded.
 func (c *capture) stop(t *testing.T) string {
 	t.Helper()
-	if err := c.mark(); err != nil {
+	if err := c.mark("end"); err != nil {
 		t.Fatalf("capture end: %v", err)
 	}
 	if err := c.stopQuiet(); err != nil {
