@@ -130,10 +130,7 @@ func nvmeOverRDMA(t *testing.T, kind string) {
 	var kept []nvmePattern
 	t.Run("nvme-cli", func(t *testing.T) {
 		start := time.Now()
-		out, err := runIn(t, "", nvmeCmdLimit, "nvme", "connect", "-t", "rdma", "-a", nvmeAddr, "-s", nvmeSvcID, "-n", nqn)
-		if err != nil {
-			t.Fatalf("nvme connect: %v\n%s", err, out)
-		}
+		nvmeConnect(t, nqn)
 		c := waitController(t, nqn)
 		t.Logf("nvme connect: %s live in %v", c.name, time.Since(start).Round(time.Millisecond))
 		defer c.remove(t)
@@ -143,7 +140,7 @@ func nvmeOverRDMA(t *testing.T, kind string) {
 		fioVerify(t, ns, "write", "128k", 32, 8)
 		kept = nvmeCrossCheck(t, ns, disk, 40)
 		start = time.Now()
-		out, err = runIn(t, "", nvmeCmdLimit, "nvme", "disconnect", "-n", nqn)
+		out, err := runIn(t, "", nvmeCmdLimit, "nvme", "disconnect", "-n", nqn)
 		if err != nil {
 			t.Fatalf("nvme disconnect: %v\n%s", err, out)
 		}
@@ -238,10 +235,7 @@ const (
 func unplugUnderLoad(t *testing.T, nqn string, disk *nullBlk, dev string, argv ...string) {
 	t.Helper()
 	how := strings.Join(argv, " ")
-	out, err := runIn(t, "", nvmeCmdLimit, "nvme", "connect", "-t", "rdma", "-a", nvmeAddr, "-s", nvmeSvcID, "-n", nqn)
-	if err != nil {
-		t.Fatalf("nvme connect: %v\n%s", err, out)
-	}
+	nvmeConnect(t, nqn)
 	c := waitController(t, nqn)
 	defer c.remove(t)
 	c.check(t, dev, "", "")
@@ -330,6 +324,34 @@ func runBounded(t *testing.T, limit time.Duration, argv ...string) (string, erro
 	p := startIn(t, "", 2*limit, argv[0], argv[1:]...)
 	awaitExit(t, p, limit)
 	return p.wait()
+}
+
+// nvmeConnect runs `nvme connect -t rdma` to subsystem nqn and fails the
+// test if it fails or has not returned within nvmeCmdLimit. A connect that
+// hangs does so in the kernel until the host's admin timeout ends its
+// queue, so the failure shows the NVMe port's TCP sockets and the RDMA
+// QPs as they are at the limit, while the queue still exists: whether the
+// command or answer that went missing sits unread in a receive queue,
+// unsent or unacknowledged in a send queue, or in neither.
+func nvmeConnect(t *testing.T, nqn string) {
+	t.Helper()
+	p := startIn(t, "", nvmeCmdLimit+3*time.Minute, "nvme", "connect", "-t", "rdma", "-a", nvmeAddr, "-s", nvmeSvcID, "-n", nqn)
+	select {
+	case <-p.done:
+	case <-time.After(nvmeCmdLimit):
+		var b strings.Builder
+		for _, argv := range [][]string{
+			{"ss", "-tanoi", "( sport = :" + nvmeSvcID + " or dport = :" + nvmeSvcID + " )"},
+			{"rdma", "res", "show", "qp"},
+		} {
+			out, err := runIn(t, "", 30*time.Second, argv[0], argv[1:]...)
+			fmt.Fprintf(&b, "%s (%v):\n%s\n", strings.Join(argv, " "), err, out)
+		}
+		t.Fatalf("nvme connect to %s: still running after %v: it hangs\n%s", nqn, nvmeCmdLimit, b.String())
+	}
+	if out, err := p.wait(); err != nil {
+		t.Fatalf("nvme connect: %v\n%s", err, out)
+	}
 }
 
 // awaitExit waits for p to exit, for limit at most: past it the test
