@@ -59,6 +59,33 @@ var siwFixes = []siwFix{
 			"\t\tgoto error;\n" +
 			"\t}\n",
 	},
+	// siw_sqe_complete and siw_rqe_complete store the CQ's producer
+	// index and then load its arm flag, with no barrier between;
+	// siw_req_notify_cq stores the arm (smp_store_mb) and then loads the
+	// producer index to report a missed event. Store buffering lets both
+	// loads see the old values: the completion is neither notified nor
+	// reported, and ib_core's poller, which re-arms after each batch,
+	// sleeps on it. A kernel ULP waiting for that one completion (an
+	// NVMe admin command) waits forever. The fix puts a full barrier
+	// between the producer's store and its load, pairing with the
+	// consumer's.
+	siwCQArmFix("sqe_flags"),
+	siwCQArmFix("SIW_WQE_SIGNALLED"),
+}
+
+// siwCQArmFix is the CQ arm fix for the completion whose notify test
+// takes flags.
+func siwCQArmFix(flags string) siwFix {
+	return siwFix{
+		Name: "cq-arm-barrier",
+		File: "siw_qp.c",
+		Old: "\t\t\tcq->cq_put++;\n" +
+			"\t\t\tnotify = siw_cq_notify_now(cq, " + flags + ");\n",
+		New: "\t\t\tcq->cq_put++;\n" +
+			"\t\t\t/* cq_put before the arm load; pairs with siw_req_notify_cq */\n" +
+			"\t\t\tsmp_mb();\n" +
+			"\t\t\tnotify = siw_cq_notify_now(cq, " + flags + ");\n",
+	}
 }
 
 // applySiwFix applies one fix to src.

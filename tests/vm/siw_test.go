@@ -206,17 +206,76 @@ const siwListenSample = `static int siw_listen_address(struct iw_cm_id *id, int 
 // TestSiwFixesApply checks the listener is LISTENING, with its cm_id,
 // before it listens.
 func TestSiwFixesApply(t *testing.T) {
-	src := siwListenSample
-	for _, f := range siwFixes {
-		var err error
-		if src, err = applySiwFix(src, f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	src := applySiwFixesTo(t, "siw_cm.c", siwListenSample)
 	state := strings.Index(src, "\tcep->state = SIW_EPSTATE_LISTENING;\n")
 	ref := strings.Index(src, "\tcep->cm_id = id;\n\tid->add_ref(id);\n\tcep->state")
 	listen := strings.Index(src, "rv = s->ops->listen(s, backlog);")
 	if strings.Count(src, "cep->state = SIW_EPSTATE_LISTENING;") != 1 || ref < 0 || state > listen {
 		t.Errorf("LISTENING at %d, cm_id at %d, listen() at %d:\n%s", state, ref, listen, src)
+	}
+}
+
+// applySiwFixesTo applies the fixes of file to src.
+func applySiwFixesTo(t *testing.T, file, src string) string {
+	t.Helper()
+	for _, f := range siwFixes {
+		if f.File != file {
+			continue
+		}
+		var err error
+		if src, err = applySiwFix(src, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
+}
+
+// The completion functions of Debian's 6.1 and 6.12 siw_qp.c, in part.
+const siwCompleteSample = `int siw_sqe_complete(struct siw_qp *qp, struct siw_sqe *sqe, u32 bytes,
+		     enum siw_wc_status status)
+{
+		if (!READ_ONCE(cqe->flags)) {
+			bool notify;
+
+			WRITE_ONCE(cqe->flags, SIW_WQE_VALID);
+			smp_store_mb(sqe->flags, 0);
+
+			cq->cq_put++;
+			notify = siw_cq_notify_now(cq, sqe_flags);
+
+			spin_unlock_irqrestore(&cq->lock, flags);
+		}
+}
+
+int siw_rqe_complete(struct siw_qp *qp, struct siw_rqe *rqe, u32 bytes,
+		     u32 inval_stag, enum siw_wc_status status)
+{
+		if (!READ_ONCE(cqe->flags)) {
+			bool notify;
+
+			WRITE_ONCE(cqe->flags, SIW_WQE_VALID);
+			smp_store_mb(rqe->flags, 0);
+
+			cq->cq_put++;
+			notify = siw_cq_notify_now(cq, SIW_WQE_SIGNALLED);
+
+			spin_unlock_irqrestore(&cq->lock, flags);
+		}
+}
+`
+
+// TestSiwCQArmFix checks both completions have a full barrier between
+// their producer index store and their arm load.
+func TestSiwCQArmFix(t *testing.T) {
+	src := applySiwFixesTo(t, "siw_qp.c", siwCompleteSample)
+	for _, flags := range []string{"sqe_flags", "SIW_WQE_SIGNALLED"} {
+		want := "\t\t\tcq->cq_put++;\n\t\t\t/* cq_put before the arm load; pairs with siw_req_notify_cq */\n" +
+			"\t\t\tsmp_mb();\n\t\t\tnotify = siw_cq_notify_now(cq, " + flags + ");\n"
+		if strings.Count(src, want) != 1 {
+			t.Errorf("no barrier before the %s notify test:\n%s", flags, src)
+		}
+	}
+	if n := strings.Count(src, "smp_mb();"); n != 2 {
+		t.Errorf("%d barriers, want 2:\n%s", n, src)
 	}
 }
