@@ -66,9 +66,9 @@ var siwFixes = []siwFix{
 	// loads see the old values: the completion is neither notified nor
 	// reported, and ib_core's poller, which re-arms after each batch,
 	// sleeps on it. A kernel ULP waiting for that one completion (an
-	// NVMe admin command) waits forever. The fix puts a full barrier
-	// between the producer's store and its load, pairing with the
-	// consumer's.
+	// NVMe admin command) waits until its own timeout. The fix puts a
+	// full barrier between the producer's store and its load, pairing
+	// with the consumer's.
 	siwCQArmFix("sqe_flags"),
 	siwCQArmFix("SIW_WQE_SIGNALLED"),
 }
