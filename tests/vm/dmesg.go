@@ -114,9 +114,9 @@ func harmless(line string) bool {
 	return false
 }
 
-// kmsgToText turns records read from /dev/kmsg ("prio,seq,usec,flags;text"
+// KmsgToText turns records read from /dev/kmsg ("prio,seq,usec,flags;text"
 // lines, continuation lines starting with a space) into dmesg's format.
-func kmsgToText(kmsg string) string {
+func KmsgToText(kmsg string) string {
 	var b strings.Builder
 	for _, line := range strings.Split(kmsg, "\n") {
 		if line == "" || line[0] == ' ' {

@@ -218,7 +218,10 @@ func qemuArgs(cfg *Config, kernel, initrd, dir, repo, accel, kver string) []stri
 		cpu = []string{"-accel", "kvm", "-cpu", "host"}
 	}
 	kAppend, kQEMU := kernelExtras(kver)
-	appendLine := "console=ttyS0 tsc=reliable panic=-1 quiet iwarpvm.out=" + dir + " iwarpvm.repo=" + repo
+	// log_buf_len: the ring holds a whole run's log (about 250 KiB; the
+	// default is 128 KiB), so dmesg in the guest, and the tests that read
+	// the kernel log (guest/klog_test.go), lose none of it.
+	appendLine := "console=ttyS0 tsc=reliable panic=-1 quiet log_buf_len=4M iwarpvm.out=" + dir + " iwarpvm.repo=" + repo
 	if cfg.Overlay {
 		appendLine += " iwarpvm.overlay=1"
 	}
@@ -422,7 +425,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Dmesg = readString(filepath.Join(dir, fileDmesg))
 	res.Kmemleak = readString(filepath.Join(dir, fileKmemleak))
 	if res.Dmesg == "" {
-		res.Dmesg = kmsgToText(readString(filepath.Join(dir, fileKmsg)))
+		res.Dmesg = KmsgToText(readString(filepath.Join(dir, fileKmsg)))
 	}
 
 	switch {

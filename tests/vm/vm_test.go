@@ -422,8 +422,8 @@ func TestKmsgToText(t *testing.T) {
 		"6,381,123456789,-;ACPI: \\x5c_SB_.LNKB: \\x\n"
 	want := "[    0.000000] Linux version 6.1.0\n[    6.417245] WARNING: CPU: 0\n" +
 		"[  123.456789] ACPI: \\_SB_.LNKB: \\x\n"
-	if got := kmsgToText(in); got != want {
-		t.Errorf("kmsgToText = %q, want %q", got, want)
+	if got := KmsgToText(in); got != want {
+		t.Errorf("KmsgToText = %q, want %q", got, want)
 	}
 }
 

@@ -64,7 +64,7 @@ func TestSiwReadCrossesWrite(t *testing.T) {
 }
 
 func crossCell(t *testing.T, st *SiwTopology, iwClient bool) {
-	klog := len(dmesg(t))
+	kl := klogFrom(t)
 	capt := startCapture(t, st.IwNS(), "vb")
 	e := newOpEndSized(t, st.IwNS(), crossOff+crossLen, crossOff)
 	src := e.buf[crossOff : crossOff+crossLen]
@@ -81,15 +81,13 @@ func crossCell(t *testing.T, st *SiwTopology, iwClient bool) {
 			return
 		}
 		logPeer(t, e, peer)
-		if k := dmesg(t); len(k) > klog {
-			var lines []string
-			for _, l := range strings.Split(k[klog:], "\n") {
-				if strings.Contains(l, "siw") || strings.Contains(l, "iwarp") {
-					lines = append(lines, l)
-				}
+		var lines []string
+		for _, l := range kl.Lines() {
+			if strings.Contains(l, "siw") || strings.Contains(l, "iwarp") {
+				lines = append(lines, l)
 			}
-			t.Logf("siw's and iwarp's kernel log since the cell began:\n%s", clip(strings.Join(lines, "\n")))
 		}
+		t.Logf("siw's and iwarp's kernel log since the cell began:\n%s", clip(strings.Join(lines, "\n")))
 		keepCrossCapture(t, capt, iwDir)
 	})
 	e.exchangeDesc(t)

@@ -84,6 +84,7 @@ func TestModuleDebugSelftest(t *testing.T) {
 	if ko == "" {
 		t.Fatal("IWARP_KO_DEBUG is not set")
 	}
+	kl := klogFrom(t)
 	if err := loadModule(ko); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestModuleDebugSelftest(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	log := dmesg(t)
+	log := kl.Text()
 	for _, line := range []string{"iwarp: protocol self-test passed", "iwarp: verbs self-test passed"} {
 		if !strings.Contains(log, line) {
 			t.Fatalf("the debug module did not report %q", line)

@@ -437,6 +437,7 @@ func opCell(t *testing.T, st *SiwTopology, mon *collector, iwClient bool, badBy 
 	if badBy == "iwarp" {
 		cbad = "peer"
 	}
+	kl := klogFrom(t)
 	capt := startCapture(t, st.IwNS(), "vb")
 	e := newOpEnd(t, st.IwNS())
 	before := len(mon.snapshot())
@@ -482,7 +483,7 @@ func opCell(t *testing.T, st *SiwTopology, mon *collector, iwClient bool, badBy 
 		// siw's Terminate, as received, with its octets.
 		var line string
 		for deadline := time.Now().Add(5 * time.Second); line == "" && time.Now().Before(deadline); {
-			for _, l := range strings.Split(dmesg(t), "\n") {
+			for _, l := range kl.Lines() {
 				if strings.Contains(l, "Terminate received") && strings.Contains(l, st.SiwAddr()+":") {
 					line = l
 				}

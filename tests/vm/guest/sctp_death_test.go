@@ -103,14 +103,9 @@ func TestSCTPDeath(t *testing.T) {
 // task blocked) between its start and the end of its cleanups.
 func klogClean(t *testing.T) {
 	t.Helper()
-	mark := "iwarp-vm: " + t.Name() + " begins"
-	kmsg(mark)
+	kl := klogFrom(t)
 	t.Cleanup(func() {
-		log := dmesg(t)
-		if i := strings.LastIndex(log, mark); i >= 0 {
-			log = log[i:]
-		}
-		if bad := vm.CheckDmesg(log); len(bad) > 0 {
+		if bad := vm.CheckDmesg(kl.Text()); len(bad) > 0 {
 			t.Errorf("the kernel logged during %s:\n%s", t.Name(), strings.Join(bad, "\n"))
 		}
 	})

@@ -30,12 +30,13 @@ func sctpTrace(t *testing.T) {
 		t.Logf("no dynamic debug (%v): no trace", err)
 		return
 	}
+	kl := klogFrom(t)
 	t.Cleanup(func() {
 		os.WriteFile(ctl, []byte("module iwarp -p"), 0)
 		if !t.Failed() {
 			return
 		}
-		for _, l := range strings.Split(dmesg(t), "\n") {
+		for _, l := range kl.Lines() {
 			if strings.Contains(l, "assoc") || strings.Contains(l, "stream") {
 				t.Log(l)
 			}

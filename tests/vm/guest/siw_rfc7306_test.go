@@ -180,26 +180,12 @@ func iwLinkMPA(t *testing.T, st *SiwTopology) userlib.MPAParams {
 	}
 }
 
-// dmesgCount returns the lines of the kernel log that contain s, and the
-// last of them.
-func dmesgCount(t *testing.T, s string) (int, string) {
-	t.Helper()
-	n, last := 0, ""
-	for _, l := range strings.Split(dmesg(t), "\n") {
-		if strings.Contains(l, s) {
-			n, last = n+1, l
-		}
-	}
-	return n, last
-}
-
 // siwGateOps are the opcodes of opcheck's exchange with iwarp as client
 // (no zero-length Read from iwarp: opcheck_test.go).
 var siwGateOps = []string{"send", "send_inv", "write", "read_request", "read_response"}
 
 func siwGateLocal(t *testing.T, st *SiwTopology, mon *collector) {
-	unknown0, _ := dmesgCount(t, siwUnknownOpcodeLog)
-	gotTerm0, _ := dmesgCount(t, siwGotTermLog)
+	kl := klogFrom(t)
 	g := siwGateDial(t, st, mon, &userlib.ConnParams{IRD: 4, ORD: 4}, "-b", "none")
 	g.checkEst(t, false)
 
@@ -248,10 +234,10 @@ func siwGateLocal(t *testing.T, st *SiwTopology, mon *collector) {
 	if err := g.qp.Err(); errors.As(err, &te) || st0.TermSent != nil || st0.TermRcvd != nil {
 		t.Fatalf("a Terminate on the connection: QP error %v, sent %v, received %v", err, st0.TermSent, st0.TermRcvd)
 	}
-	if n, l := dmesgCount(t, siwUnknownOpcodeLog); n != unknown0 {
+	if n, l := kl.Count(siwUnknownOpcodeLog); n != 0 {
 		t.Fatalf("siw saw an RFC 7306 opcode: %s", l)
 	}
-	if n, l := dmesgCount(t, siwGotTermLog); n != gotTerm0 {
+	if n, l := kl.Count(siwGotTermLog); n != 0 {
 		t.Fatalf("siw received a Terminate: %s", l)
 	}
 	t.Logf("siw side:\n%siwarp side:\n  %s", out, strings.Join(g.log, "\n  "))
@@ -273,8 +259,7 @@ func siwGateForced(t *testing.T, st *SiwTopology, mon *collector, op string) {
 	if err := g.qp.Err(); err != nil {
 		t.Fatalf("QP error before the RFC 7306 message: %v", err)
 	}
-	unknown0, _ := dmesgCount(t, siwUnknownOpcodeLog)
-	gotTerm0, _ := dmesgCount(t, siwGotTermLog)
+	kl := klogFrom(t)
 
 	var err error
 	wireOp, siwOpcode := "immediate", 8
@@ -357,14 +342,14 @@ func siwGateForced(t *testing.T, st *SiwTopology, mon *collector, op string) {
 	// The kernel log: siw's complaint about the opcode, iwarp's line with
 	// the octets siw sent, and no Terminate from iwarp (siw logs each it
 	// receives).
-	n, siwLine := dmesgCount(t, siwUnknownOpcodeLog)
-	if n != unknown0+1 || !strings.HasSuffix(siwLine, " "+strconv.Itoa(siwOpcode)) {
-		t.Fatalf("siw logged %d new %q lines, the last %q; want one, for opcode %d", n-unknown0, siwUnknownOpcodeLog, siwLine, siwOpcode)
+	n, siwLine := kl.Count(siwUnknownOpcodeLog)
+	if n != 1 || !strings.HasSuffix(siwLine, " "+strconv.Itoa(siwOpcode)) {
+		t.Fatalf("siw logged %d %q lines, the last %q; want one, for opcode %d", n, siwUnknownOpcodeLog, siwLine, siwOpcode)
 	}
-	if n, l := dmesgCount(t, siwGotTermLog); n != gotTerm0 {
+	if n, l := kl.Count(siwGotTermLog); n != 0 {
 		t.Fatalf("iwarp answered siw's Terminate with a Terminate: %s", l)
 	}
-	_, line := dmesgCount(t, fmt.Sprintf("from %s:%d: Terminate received", st.SiwAddr(), g.port))
+	_, line := kl.Count(fmt.Sprintf("from %s:%d: Terminate received", st.SiwAddr(), g.port))
 	if !strings.Contains(line, siwTermOpcodeCtrl) {
 		t.Fatalf("iwarp's log of siw's Terminate: %q, want %q", line, siwTermOpcodeCtrl)
 	}

@@ -860,6 +860,7 @@ func TestVerbsDebugSelftest(t *testing.T) {
 	if ko == "" {
 		t.Fatal("IWARP_KO_DEBUG is not set")
 	}
+	kl := klogFrom(t)
 	if err := loadModule(ko); err != nil {
 		t.Fatal(err)
 	}
@@ -868,7 +869,7 @@ func TestVerbsDebugSelftest(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if !strings.Contains(dmesg(t), "iwarp: verbs self-test passed") {
+	if n, _ := kl.Count("iwarp: verbs self-test passed"); n != 1 {
 		t.Fatal("the debug module did not report its verbs self-test")
 	}
 }
