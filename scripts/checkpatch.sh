@@ -28,9 +28,29 @@ files=$(git ls-files 'kmod/*.c' 'kmod/*.h' 'uapi/*.h' | grep -vxF kmod/compat.h)
 # nl_gen.c is generated with long message strings on one line, which
 # checkpatch allows for user-visible strings.
 ignore=FILE_PATH_CHANGES,SPDX_LICENSE_TAG,CONCATENATED_STRING,LONG_LINE_STRING
-# shellcheck disable=SC2086
-perl "$cache/scripts/checkpatch.pl" --no-tree --strict --terse --show-types \
-	--ignore "$ignore" -f $files
+# checkpatch takes each file alone: the files are dealt out to one perl per
+# CPU, and their reports printed in that order once all have ended.
+jobs=$(nproc 2>/dev/null || echo 1)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+i=0
+for f in $files; do
+	echo "$f" >>"$tmp/list.$((i % jobs))"
+	i=$((i + 1))
+done
+pids=
+for l in "$tmp"/list.*; do
+	# shellcheck disable=SC2046
+	perl "$cache/scripts/checkpatch.pl" --no-tree --strict --terse --show-types \
+		--ignore "$ignore" -f $(cat "$l") >"$l.out" 2>&1 &
+	pids="$pids $!"
+done
+rc=0
+for p in $pids; do
+	wait "$p" || rc=1
+done
+cat "$tmp"/list.*.out
+[ "$rc" -eq 0 ] || exit 1
 # kmod/compat.h exists to compare LINUX_VERSION_CODE with KERNEL_VERSION(),
 # which checkpatch flags twice (in-tree code has no use for it, and takes
 # LINUX_VERSION_CODE for a constant on the left of a comparison); only
